@@ -1,0 +1,37 @@
+# rag-search: set-up, demo and tests. `make demo` and `make test` are the two
+# commands the README opens with; both create the virtual environment first.
+
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+# torch goes in first and alone, so that sentence-transformers finds it and does
+# not pull the CUDA build. On machines without a local CPU wheel, pass e.g.
+#   make setup TORCH_PIP_ARGS="--index-url https://download.pytorch.org/whl/cpu"
+TORCH_VERSION := 2.13.0
+TORCH_PIP_ARGS ?=
+DEMO_QUERY ?= why did we turn off self-heal in ArgoCD?
+
+.PHONY: setup demo test clean
+
+setup: $(VENV)/.installed
+
+$(VENV)/.installed: requirements.txt requirements-dev.txt
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet torch==$(TORCH_VERSION) $(TORCH_PIP_ARGS)
+	$(PY) -m pip install --quiet -r requirements.txt -r requirements-dev.txt
+	touch $@
+
+# Index the bundled example corpus into a throwaway data dir, then search it.
+# The index summary goes to stderr, so stdout is exactly the search JSON.
+demo: setup
+	@home=$$(mktemp -d) && trap 'rm -rf "$$home"' EXIT && \
+	$(PY) scripts/index_personal.py --data-dir "$$home/data" examples/state >&2 && \
+	$(PY) scripts/search.py --data-dir "$$home/data" "$(DEMO_QUERY)"
+
+test: setup
+	$(VENV)/bin/ruff check scripts tests
+	$(PY) -m pytest -q
+
+clean:
+	rm -rf $(VENV) .pytest_cache
