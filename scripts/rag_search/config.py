@@ -1,0 +1,96 @@
+"""Where things live and which settings win.
+
+Precedence is the same everywhere: a command-line flag beats an environment
+variable, which beats the config file, which beats the default.
+"""
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .errors import ConfigError
+
+DEFAULT_DATA_DIR = "~/.claude/data/rag-search"
+DEFAULT_CONFIG_FILE = "~/.config/rag-search/config.json"
+DEFAULT_PERSONAL_ROOT = "~/.claude/state"
+DEFAULT_MAX_FILE_BYTES = 4 * 1024 * 1024
+
+KNOWN_KEYS = {"personal_roots", "ignore_patterns", "max_file_bytes"}
+
+
+def expand(path: str | Path) -> Path:
+    """Expand ~ and make absolute, without resolving symlinks."""
+    return Path(os.path.abspath(os.path.expanduser(str(path))))
+
+
+def data_dir(cli_value: str | None = None) -> Path:
+    """The store folder: --data-dir, else RAG_SEARCH_HOME, else ~/.claude/data/rag-search."""
+    return expand(cli_value or os.environ.get("RAG_SEARCH_HOME") or DEFAULT_DATA_DIR)
+
+
+@dataclass
+class Config:
+    """Settings read from the optional JSON config file."""
+
+    path: Path
+    personal_roots: list[str] = field(default_factory=list)
+    ignore_patterns: list[str] = field(default_factory=list)
+    max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
+    warnings: list[str] = field(default_factory=list)
+
+
+def load_config() -> Config:
+    """Read RAG_SEARCH_CONFIG or ~/.config/rag-search/config.json; a missing file is fine.
+
+    A malformed file is an error, not a warning: silently falling back to the
+    default roots would make the next index run drop the configured ones.
+    """
+    path = expand(os.environ.get("RAG_SEARCH_CONFIG") or DEFAULT_CONFIG_FILE)
+    config = Config(path=path)
+    try:
+        raw = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return config
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read config file {path}: {exc}") from None
+    try:
+        data = json.loads(raw)
+    except (json.JSONDecodeError, RecursionError) as exc:
+        raise ConfigError(f"config file {path} is not valid JSON: {exc}", hint="fix or remove it") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"config file {path} must hold a JSON object", hint="fix or remove it")
+
+    for key in ("personal_roots", "ignore_patterns"):
+        value = data.get(key, [])
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise ConfigError(f"config file {path}: {key!r} must be a list of strings")
+        setattr(config, key, value)
+    max_bytes = data.get("max_file_bytes", DEFAULT_MAX_FILE_BYTES)
+    if not isinstance(max_bytes, int) or isinstance(max_bytes, bool) or max_bytes <= 0:
+        raise ConfigError(f"config file {path}: 'max_file_bytes' must be a positive integer")
+    config.max_file_bytes = max_bytes
+    config.warnings = [f"config file {path}: unknown key {k!r} ignored" for k in sorted(set(data) - KNOWN_KEYS)]
+    return config
+
+
+def personal_roots(cli_roots: list[str], config: Config) -> tuple[list[Path], str]:
+    """Roots to index and where they came from: cli > RAG_SEARCH_PERSONAL_DIRS > config > default."""
+    env = os.environ.get("RAG_SEARCH_PERSONAL_DIRS", "")
+    env_roots = [part.strip() for part in env.split(",") if part.strip()]
+    for roots, origin in (
+        (cli_roots, "command line"),
+        (env_roots, "RAG_SEARCH_PERSONAL_DIRS"),
+        (config.personal_roots, f"config file {config.path}"),
+        ([DEFAULT_PERSONAL_ROOT], "default"),
+    ):
+        if roots:
+            return _dedupe([expand(r) for r in roots]), origin
+    raise AssertionError("unreachable: the default is never empty")
+
+
+def _dedupe(paths: list[Path]) -> list[Path]:
+    seen: dict[Path, None] = {}
+    for path in paths:
+        seen.setdefault(path, None)
+    return list(seen)

