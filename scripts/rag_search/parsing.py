@@ -1,0 +1,293 @@
+"""From a file's text to sections: the logical units a reader would cite.
+
+Markdown splits on headings (front matter becomes metadata); JSON splits into
+records (one per top-level key, one per element of an array of records); JSONL
+is one record per line; anything else is one section of plain text. Sizing the
+sections to the model's window is chunking.py's job.
+"""
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import PurePosixPath
+
+from . import dates
+
+MARKDOWN_SUFFIXES = {".md", ".markdown", ".mdx"}
+JSON_SUFFIXES = {".json"}
+JSONL_SUFFIXES = {".jsonl", ".ndjson"}
+TEXT_SUFFIXES = {".txt", ".text", ".yaml", ".yml", ".rst", ".org"}
+SUPPORTED_SUFFIXES = MARKDOWN_SUFFIXES | JSON_SUFFIXES | JSONL_SUFFIXES | TEXT_SUFFIXES
+
+# Record fields whose value is a date, in order of preference.
+DATE_KEYS = ("date", "createdAt", "created_at", "created", "timestamp", "updatedAt", "updated_at", "updated")
+# Record fields kept as chunk metadata (renamed where they would clash with ours).
+RECORD_FIELDS = {"type": "type", "context": "context", "status": "status", "category": "category", "id": "record_id"}
+MAX_FIELD_CHARS = 200
+MAX_RENDER_DEPTH = 24
+
+
+class ParseError(ValueError):
+    """The file is not what its name says (bad JSON, bad front matter)."""
+
+
+@dataclass
+class Section:
+    """A heading path and the text under it, with metadata of its own (JSON records)."""
+
+    path: list[str]
+    text: str
+    metadata: dict = field(default_factory=dict)
+
+
+@dataclass
+class ParsedFile:
+    sections: list[Section]
+    metadata: dict  # file-level: title, date/date_ts, tags, description
+    warnings: list[str] = field(default_factory=list)
+
+
+def kind_of(path: str) -> str | None:
+    suffix = PurePosixPath(path).suffix.lower()
+    if suffix in MARKDOWN_SUFFIXES:
+        return "markdown"
+    if suffix in JSON_SUFFIXES:
+        return "json"
+    if suffix in JSONL_SUFFIXES:
+        return "jsonl"
+    if suffix in TEXT_SUFFIXES:
+        return "text"
+    return None
+
+
+def parse(kind: str, text: str, name: str) -> ParsedFile:
+    """Parse `text` of the given kind; `name` (the file name) titles files without one."""
+    if kind == "markdown":
+        return parse_markdown(text, name)
+    if kind == "json":
+        return parse_json(text, name)
+    if kind == "jsonl":
+        return parse_jsonl(text, name)
+    return ParsedFile([Section([name], text)], {"title": name})
+
+
+# --- markdown -------------------------------------------------------------
+
+_ATX = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$")
+_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+_SETEXT = re.compile(r"^ {0,3}(=+|-{2,})[ \t]*$")
+
+
+def parse_markdown(text: str, name: str) -> ParsedFile:
+    import frontmatter
+    import yaml
+
+    try:
+        post = frontmatter.loads(text)
+    except (yaml.YAMLError, ValueError) as exc:
+        raise ParseError(f"malformed front matter: {_one_line(exc)}") from None
+    front = post.metadata if isinstance(post.metadata, dict) else {}
+    metadata = _front_matter_metadata(front)
+    sections, first_h1 = markdown_sections(post.content)
+    if "title" not in metadata:
+        metadata["title"] = first_h1 or PurePosixPath(name).stem
+    for section in sections:
+        section.path = _with_title(metadata["title"], section.path)
+    return ParsedFile(sections, metadata)
+
+
+def markdown_sections(body: str) -> tuple[list[Section], str | None]:
+    """Split markdown on ATX and setext headings, ignoring '#' lines inside code fences.
+
+    Also returns the text of the first level-1 heading, the title of last resort.
+    """
+    sections: list[Section] = []
+    first_h1: list[str] = []
+    stack: list[tuple[int, str]] = []
+    lines: list[str] = []
+    fence: str | None = None
+
+    def flush() -> None:
+        content = "\n".join(lines).strip()
+        if content:
+            sections.append(Section([heading for _, heading in stack], content))
+        lines.clear()
+
+    def open_heading(level: int, heading: str) -> None:
+        flush()
+        if level == 1 and not first_h1 and heading.strip():
+            first_h1.append(heading.strip())
+        while stack and stack[-1][0] >= level:
+            stack.pop()
+        stack.append((level, heading.strip()))
+
+    for line in body.splitlines():
+        if fence:
+            lines.append(line)
+            if line.strip().startswith(fence) and not line.strip().strip(fence[0]):
+                fence = None
+            continue
+        opening = _FENCE.match(line)
+        if opening:
+            fence = opening.group(1)
+            lines.append(line)
+            continue
+        atx = _ATX.match(line)
+        if atx:
+            open_heading(len(atx.group(1)), atx.group(2) or "")
+            continue
+        setext = _SETEXT.match(line)
+        if setext and lines and lines[-1].strip() and (len(lines) == 1 or not lines[-2].strip()):
+            heading = lines.pop()
+            open_heading(1 if setext.group(1)[0] == "=" else 2, heading)
+            continue
+        lines.append(line)
+    flush()
+    return sections, (first_h1[0] if first_h1 else None)
+
+
+def _front_matter_metadata(front: dict) -> dict:
+    metadata: dict = {}
+    title = front.get("title")
+    if isinstance(title, (str, int, float)) and str(title).strip():
+        metadata["title"] = str(title).strip()
+    description = front.get("description")
+    if isinstance(description, str) and description.strip():
+        metadata["description"] = description.strip()[:MAX_FIELD_CHARS]
+    parsed = dates.normalize(front.get("date"))
+    if parsed:
+        metadata["date"], metadata["date_ts"] = parsed
+    tags = _tags(front.get("tags"))
+    if tags:
+        metadata["tags"] = tags
+    return metadata
+
+
+def _with_title(title: str, path: list[str]) -> list[str]:
+    """Prefix the title unless the path already starts with it (an H1 equal to the title)."""
+    path = [part for part in path if part]
+    if path and path[0].casefold() == title.casefold():
+        return path
+    return [title, *path]
+
+
+# --- JSON -----------------------------------------------------------------
+
+
+def parse_json(text: str, name: str) -> ParsedFile:
+    try:
+        data = json.loads(text)
+    except RecursionError:
+        raise ParseError("JSON nested too deeply") from None
+    except json.JSONDecodeError as exc:
+        raise ParseError(f"malformed JSON: {exc}") from None
+    return ParsedFile(_record_sections(_records(data), name), {"title": name})
+
+
+def parse_jsonl(text: str, name: str) -> ParsedFile:
+    records, bad_lines = [], []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            records.append((f"line {number}", json.loads(line)))
+        except (json.JSONDecodeError, RecursionError):
+            bad_lines.append(number)
+    if bad_lines and not records:
+        raise ParseError("malformed JSON Lines: no line parses")
+    warnings = [f"malformed JSON on line(s) {_ranges(bad_lines)} skipped"] if bad_lines else []
+    return ParsedFile(_record_sections(records, name), {"title": name}, warnings)
+
+
+def _records(data) -> list[tuple[str, object]]:
+    """The logical records of a JSON document, each with its key path."""
+    if isinstance(data, list):
+        return [(f"[{i}]", item) for i, item in enumerate(data)]
+    if not isinstance(data, dict):
+        return [("", data)]
+    records: list[tuple[str, object]] = []
+    for key, value in data.items():
+        if isinstance(value, list) and value and all(isinstance(item, dict) for item in value):
+            records.extend((f"{key}[{i}]", item) for i, item in enumerate(value))
+        elif isinstance(value, dict) and value and all(isinstance(item, dict) for item in value.values()):
+            records.extend((f"{key}.{sub}", item) for sub, item in value.items())
+        else:
+            records.append((key, value))
+    return records
+
+
+def _record_sections(records: list[tuple[str, object]], name: str) -> list[Section]:
+    sections = []
+    for key_path, value in records:
+        text = "\n".join(render(value)).strip()
+        if text:
+            sections.append(Section([name, key_path] if key_path else [name], text, record_metadata(value)))
+    return sections
+
+
+def render(value, prefix: str = "", depth: int = 0) -> list[str]:
+    """Readable `key: value` lines; nested keys joined with dots, lists of scalars with commas."""
+    if depth > MAX_RENDER_DEPTH:
+        return [f"{prefix}: {json.dumps(value, ensure_ascii=False)[:2000]}" if prefix else json.dumps(value)[:2000]]
+    if isinstance(value, dict):
+        lines = []
+        for key, item in value.items():
+            lines.extend(render(item, f"{prefix}.{key}" if prefix else str(key), depth + 1))
+        return lines
+    if isinstance(value, list):
+        if all(not isinstance(item, (dict, list)) for item in value):
+            joined = ", ".join(_scalar(item) for item in value)
+            return [f"{prefix}: {joined}" if prefix else joined] if value else []
+        lines = []
+        for i, item in enumerate(value):
+            lines.extend(render(item, f"{prefix}[{i}]", depth + 1))
+        return lines
+    return [f"{prefix}: {_scalar(value)}" if prefix else _scalar(value)]
+
+
+def record_metadata(value) -> dict:
+    """Fields of a record worth filtering or citing by: date, type, tags, context, confidence…"""
+    if not isinstance(value, dict):
+        return {}
+    metadata: dict = {}
+    for key in DATE_KEYS:
+        parsed = dates.normalize(value.get(key))
+        if parsed:
+            metadata["date"], metadata["date_ts"] = parsed
+            break
+    for key, target in RECORD_FIELDS.items():
+        item = value.get(key)
+        if isinstance(item, (str, int, float)) and not isinstance(item, bool) and str(item).strip():
+            metadata[target] = str(item).strip()[:MAX_FIELD_CHARS]
+    confidence = value.get("confidence")
+    if isinstance(confidence, (int, float)) and not isinstance(confidence, bool):
+        metadata["confidence"] = float(confidence)
+    tags = _tags(value.get("tags"))
+    if tags:
+        metadata["tags"] = tags
+    return metadata
+
+
+def _tags(value) -> list[str]:
+    if isinstance(value, str):
+        value = value.split(",")
+    if not isinstance(value, list):
+        return []
+    return [str(tag).strip()[:MAX_FIELD_CHARS] for tag in value if isinstance(tag, (str, int)) and str(tag).strip()]
+
+
+def _scalar(value) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def _ranges(numbers: list[int]) -> str:
+    shown = ", ".join(str(n) for n in numbers[:10])
+    return shown + (f" and {len(numbers) - 10} more" if len(numbers) > 10 else "")
+
+
+def _one_line(exc: Exception) -> str:
+    return " ".join(str(exc).split())
