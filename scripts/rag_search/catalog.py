@@ -1,0 +1,132 @@
+"""The catalog: which files are indexed, from what content, as which chunks.
+
+A small SQLite file beside the ChromaDB store. It makes refreshes incremental
+(a file whose size, mtime and content hash are unchanged is not read again or
+re-embedded) and lets a new chunk reuse the vector of an identical old one.
+"""
+
+import sqlite3
+from dataclasses import dataclass
+from pathlib import Path
+
+# Part of the index fingerprint: a store with another schema is rebuilt, not migrated.
+SCHEMA_VERSION = 1
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS documents (
+    collection   TEXT NOT NULL,
+    key          TEXT NOT NULL,      -- stable identity of the file within its collection
+    source_id    TEXT NOT NULL,
+    file         TEXT NOT NULL,      -- the path users see
+    size         INTEGER,
+    mtime_ns     INTEGER,
+    content_hash TEXT NOT NULL,
+    chunk_count  INTEGER NOT NULL,
+    indexed_at   TEXT NOT NULL,
+    PRIMARY KEY (collection, key)
+);
+CREATE TABLE IF NOT EXISTS chunks (
+    id          TEXT PRIMARY KEY,    -- the same id as in ChromaDB
+    collection  TEXT NOT NULL,
+    doc_key     TEXT NOT NULL,
+    ord         INTEGER NOT NULL,
+    text_hash   TEXT NOT NULL        -- hash of the embedded text: identical text, identical vector
+);
+CREATE INDEX IF NOT EXISTS chunks_by_doc ON chunks (collection, doc_key);
+CREATE INDEX IF NOT EXISTS chunks_by_text ON chunks (collection, text_hash);
+"""
+
+
+@dataclass
+class DocumentRecord:
+    key: str
+    source_id: str
+    file: str
+    size: int | None
+    mtime_ns: int | None
+    content_hash: str
+    chunk_count: int
+    indexed_at: str
+
+
+@dataclass
+class ChunkRecord:
+    id: str
+    ord: int
+    text_hash: str
+
+
+class Catalog:
+    def __init__(self, path: Path):
+        self.path = path
+        self._db = sqlite3.connect(path, timeout=30)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.executescript(_SCHEMA)
+
+    def close(self) -> None:
+        self._db.close()
+
+    def documents(self, collection: str) -> dict[str, DocumentRecord]:
+        rows = self._db.execute(
+            "SELECT key, source_id, file, size, mtime_ns, content_hash, chunk_count, indexed_at"
+            " FROM documents WHERE collection = ?",
+            (collection,),
+        )
+        return {row[0]: DocumentRecord(*row) for row in rows}
+
+    def chunk_ids(self, collection: str, doc_key: str) -> list[str]:
+        rows = self._db.execute("SELECT id FROM chunks WHERE collection = ? AND doc_key = ? ORDER BY ord", (collection, doc_key))
+        return [row[0] for row in rows]
+
+    def ids_for_text_hashes(self, collection: str, hashes: list[str]) -> dict[str, str]:
+        """Some existing chunk id for each known text hash."""
+        found: dict[str, str] = {}
+        for start in range(0, len(hashes), 500):
+            batch = hashes[start : start + 500]
+            marks = ",".join("?" * len(batch))
+            rows = self._db.execute(
+                f"SELECT text_hash, MIN(id) FROM chunks WHERE collection = ? AND text_hash IN ({marks}) GROUP BY text_hash",
+                (collection, *batch),
+            )
+            found.update(dict(rows))
+        return found
+
+    def replace_documents(self, collection: str, items: list[tuple[DocumentRecord, list[ChunkRecord]]]) -> None:
+        """Write documents with their chunks, replacing earlier versions, in one transaction."""
+        with self._db:
+            for record, chunks in items:
+                self._delete(collection, record.key)
+                self._db.execute(
+                    "INSERT INTO documents VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (collection, record.key, record.source_id, record.file, record.size, record.mtime_ns,
+                     record.content_hash, record.chunk_count, record.indexed_at),
+                )
+                self._db.executemany(
+                    "INSERT INTO chunks VALUES (?, ?, ?, ?, ?)",
+                    [(chunk.id, collection, record.key, chunk.ord, chunk.text_hash) for chunk in chunks],
+                )
+
+    def touch_documents(self, collection: str, stats: list[tuple[str, int, int]]) -> None:
+        """Record new (key, size, mtime_ns) for files whose content did not change."""
+        with self._db:
+            self._db.executemany(
+                "UPDATE documents SET size = ?, mtime_ns = ? WHERE collection = ? AND key = ?",
+                [(size, mtime_ns, collection, key) for key, size, mtime_ns in stats],
+            )
+
+    def delete_documents(self, collection: str, keys: list[str]) -> None:
+        with self._db:
+            for key in keys:
+                self._delete(collection, key)
+
+    def delete_collection(self, collection: str) -> None:
+        with self._db:
+            self._db.execute("DELETE FROM chunks WHERE collection = ?", (collection,))
+            self._db.execute("DELETE FROM documents WHERE collection = ?", (collection,))
+
+    def chunk_count(self, collection: str) -> int:
+        return self._db.execute("SELECT COUNT(*) FROM chunks WHERE collection = ?", (collection,)).fetchone()[0]
+
+    def _delete(self, collection: str, key: str) -> None:
+        self._db.execute("DELETE FROM chunks WHERE collection = ? AND doc_key = ?", (collection, key))
+        self._db.execute("DELETE FROM documents WHERE collection = ? AND key = ?", (collection, key))

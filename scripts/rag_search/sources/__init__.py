@@ -1,0 +1,1 @@
+"""Where documents come from: personal roots, and (docs) git, web and local sources."""
