@@ -1,0 +1,90 @@
+"""What the scripts share: the skill's own venv, stderr logging, JSON on stdout, exit codes.
+
+stdout carries exactly one JSON document (or the --format text rendering);
+everything else goes to stderr. Package code raises typed errors; `run` turns
+them into one `error: … (hint: …)` line, a JSON error object on stdout, and the
+documented exit code.
+"""
+
+import argparse
+import json
+import logging
+import os
+import sys
+import traceback
+import warnings
+from pathlib import Path
+
+from .errors import EXIT_CODES_HELP, EXIT_FAILURE, RagSearchError
+
+SKILL_DIR = Path(__file__).resolve().parents[2]
+VENV_DIR = SKILL_DIR / ".venv"
+
+
+def use_project_venv() -> None:
+    """Re-run the script under the skill's .venv when started by another interpreter.
+
+    Agents and users call scripts/search.py directly; its `python3` shebang may
+    find a Python without our packages.
+    """
+    python = VENV_DIR / "bin" / "python"
+    if python.is_file() and Path(sys.prefix).resolve() != VENV_DIR.resolve():
+        os.execv(str(python), [str(python), *sys.argv])
+
+
+def make_parser(prog: str, description: str, epilog: str) -> argparse.ArgumentParser:
+    """A parser whose --help ends with `epilog` and the exit codes, and takes --data-dir."""
+    parser = argparse.ArgumentParser(
+        prog=prog,
+        description=description,
+        epilog=f"{epilog}\n\n{EXIT_CODES_HELP}",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--data-dir", help="store folder (default: $RAG_SEARCH_HOME or ~/.claude/data/rag-search)")
+    return parser
+
+
+class _Formatter(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        message = record.getMessage()
+        return message if record.levelno < logging.WARNING else f"{record.levelname.lower()}: {message}"
+
+
+def setup_logging(quiet: bool = False) -> None:
+    """Our messages on stderr (progress only without --quiet); third-party chatter silenced."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(_Formatter())
+    logger = logging.getLogger("rag_search")
+    logger.handlers[:] = [handler]
+    logger.setLevel(logging.WARNING if quiet else logging.INFO)
+    logger.propagate = False
+    for noisy in ("chromadb", "sentence_transformers", "transformers", "httpx", "urllib3", "git"):
+        logging.getLogger(noisy).setLevel(logging.ERROR)
+    warnings.filterwarnings("ignore")
+
+
+def emit_json(payload: dict) -> None:
+    print(json.dumps(payload, ensure_ascii=False, indent=2), flush=True)
+
+
+def run(action, json_errors: bool = True) -> int:
+    """Call `action` (returning an exit code or None) and map failures to exit codes."""
+    try:
+        return action() or 0
+    except RagSearchError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        if json_errors:
+            emit_json({"error": {"code": exc.exit_code, "type": type(exc).__name__, "message": exc.message, "hint": exc.hint}})
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("error: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        sys.stderr.close()  # the reader went away; nothing left to report to
+        return EXIT_FAILURE
+    except Exception as exc:
+        traceback.print_exc()
+        print(f"error: unexpected {type(exc).__name__}: {exc} (hint: this is a bug; please report the traceback above)", file=sys.stderr)
+        if json_errors:
+            emit_json({"error": {"code": EXIT_FAILURE, "type": type(exc).__name__, "message": str(exc), "hint": "this is a bug"}})
+        return EXIT_FAILURE

@@ -1,0 +1,56 @@
+"""Rendering search results: the JSON document agents read, or text for people."""
+
+import json
+from pathlib import Path
+
+from .retrieval import SearchResult
+
+# Stored for filtering and bookkeeping, not worth an agent's context.
+HIDDEN_METADATA = {"source", "file", "date_ts", "content_hash"}
+
+
+def result_payload(result: SearchResult) -> dict:
+    """The design's schema: query, results (rank, score, source, file, chunk, metadata), searched_collections, total_chunks_searched."""
+    return {
+        "query": result.query,
+        "results": [
+            {
+                "rank": rank,
+                "score": round(hit.score, 4),
+                "source": hit.collection,
+                "file": hit.metadata.get("file", ""),
+                "chunk": hit.text,
+                "metadata": _public_metadata(hit.metadata),
+            }
+            for rank, hit in enumerate(result.hits, start=1)
+        ],
+        "searched_collections": result.searched,
+        "total_chunks_searched": result.total_chunks,
+    }
+
+
+def to_json(payload: dict) -> str:
+    return json.dumps(payload, ensure_ascii=False, indent=2)
+
+
+def to_text(payload: dict) -> str:
+    lines = []
+    for item in payload["results"]:
+        metadata = item["metadata"]
+        where = " · ".join(
+            part for part in (item["source"], metadata.get("url") or item["file"], metadata.get("heading"), metadata.get("date")) if part
+        )
+        lines.append(f"{item['rank']}. [{item['score']:.3f}] {where}")
+        lines.extend("   " + line for line in item["chunk"].splitlines())
+        lines.append("")
+    if not payload["results"]:
+        lines.append("no results")
+    lines.append(f"searched {', '.join(payload['searched_collections'])}: {payload['total_chunks_searched']} chunks")
+    return "\n".join(lines)
+
+
+def _public_metadata(metadata: dict) -> dict:
+    public = {key: metadata[key] for key in sorted(metadata) if key not in HIDDEN_METADATA}
+    if "root" in metadata and "file" in metadata:
+        public["path"] = str(Path(metadata["root"]) / metadata["file"])
+    return public

@@ -1,0 +1,168 @@
+"""index_personal.py end to end: real model, real ChromaDB on disk, run as a subprocess."""
+
+import json
+import os
+
+from conftest import files_in_store, run_script, store_contents
+
+EXAMPLE_FILES = {
+    "notes/argocd-setup.md", "notes/k0s-cluster.md", "notes/prometheus-alerting.md", "memory/decisions.json",
+    "memory/memory.json", "preferences.json", "journal.jsonl", "drafts/INDEX.md",
+}
+
+
+def index(data, *roots, env=None):
+    return run_script("index_personal.py", "--data-dir", data, *roots, env=env)
+
+
+def test_indexes_the_examples_and_prints_one_json_summary(state_dir, tmp_path):
+    data = tmp_path / "data"
+    result = index(data, state_dir)
+    assert result.code == 0, result
+    summary = result.json
+    assert summary["index"] == "personal"
+    assert summary["added"] == len(EXAMPLE_FILES)
+    assert summary["files_seen"] == len(EXAMPLE_FILES)
+    assert summary["skipped"] == []
+    assert summary["chunks"] == summary["chunks_added"] == summary["embedded"] > len(EXAMPLE_FILES)
+    assert summary["roots_from"] == "command line"
+    assert {"updated", "deleted", "unchanged", "ignored", "seconds"} <= set(summary)
+    assert "using roots from command line" in result.stderr
+    assert set(files_in_store(data)) == EXAMPLE_FILES
+    assert oct(data.stat().st_mode & 0o777) == "0o700"
+
+
+def test_chunk_metadata(state_dir, tmp_path):
+    data = tmp_path / "data"
+    assert index(data, state_dir).code == 0
+    chunks = list(store_contents(data).values())
+    for chunk in chunks:
+        metadata = chunk["metadata"]
+        assert metadata["source"] == "personal"
+        assert metadata["root"] == str(state_dir)
+        assert {"file", "heading", "date", "content_hash", "indexed_at"} <= set(metadata)
+    decision = next(c for c in chunks if "Longhorn for persistent volumes" in c["text"])
+    assert decision["metadata"]["date"] == "2025-02-01"
+    assert decision["metadata"]["context"] == "k8s storage"
+    assert decision["metadata"]["heading"] == "decisions.json > decisions[1]"
+    note = next(c for c in chunks if c["metadata"]["file"] == "notes/argocd-setup.md")
+    assert note["metadata"]["title"] == "ArgoCD setup for the homelab"
+    assert note["metadata"]["tags"] == ["argocd", "gitops", "k8s"]
+    assert "title:" not in note["text"], "front matter must not be embedded"
+
+
+def test_incremental_runs_touch_only_what_changed(state_dir, tmp_path):
+    data = tmp_path / "data"
+    assert index(data, state_dir).code == 0
+
+    again = index(data, state_dir).json
+    assert again["unchanged"] == len(EXAMPLE_FILES)
+    assert again["embedded"] == again["chunks_added"] == again["chunks_removed"] == 0
+
+    os.utime(state_dir / "journal.jsonl")  # newer mtime, same content
+    touched = index(data, state_dir).json
+    assert touched["unchanged"] == len(EXAMPLE_FILES) and touched["embedded"] == 0
+
+    note = state_dir / "notes" / "k0s-cluster.md"
+    note.write_text(note.read_text() + "\n## Certificates\n\nk0s rotates kubelet certificates on its own.\n")
+    edited = index(data, state_dir).json
+    assert (edited["added"], edited["updated"], edited["deleted"]) == (0, 1, 0)
+    assert edited["embedded"] == 1, "only the new section should be embedded; unchanged chunks reuse their vectors"
+    assert any("rotates kubelet certificates" in c["text"] for c in store_contents(data).values())
+
+    (state_dir / "preferences.json").unlink()
+    deleted = index(data, state_dir).json
+    assert deleted["deleted"] == 1 and deleted["embedded"] == 0
+    assert "preferences.json" not in files_in_store(data)
+
+    full = index(data, state_dir, "--full").json
+    assert full["rebuilt"] is True and full["embedded"] == full["chunks"]
+
+
+def test_bad_files_are_skipped_with_reasons_and_the_rest_indexed(state_dir, tmp_path, isolated_home):
+    config = isolated_home / ".config" / "rag-search" / "config.json"
+    config.parent.mkdir(parents=True)
+    config.write_text(json.dumps({"max_file_bytes": 50_000}))
+    bad = {
+        "bad.json": b"{ not json",
+        "bad-front-matter.md": b"---\ntitle: [unclosed\n---\nbody\n",
+        "binary.md": b"PK\x03\x04\x00\x00 zip bytes",
+        "latin1.txt": "café crème".encode("latin-1"),
+        "empty.md": b"",
+        "huge.md": b"word " * 20_000,
+        "deep.json": b"[" * 10_000 + b"]" * 10_000,
+    }
+    for name, content in bad.items():
+        (state_dir / name).write_bytes(content)
+    (state_dir / "dangling.md").symlink_to(state_dir / "nowhere.md")
+
+    result = index(tmp_path / "data", state_dir)
+    assert result.code == 0, result
+    summary = result.json
+    reasons = {os.path.basename(s["file"]): s["reason"] for s in summary["skipped"]}
+    assert reasons.keys() == set(bad) | {"dangling.md"}
+    assert "malformed JSON" in reasons["bad.json"]
+    assert "front matter" in reasons["bad-front-matter.md"]
+    assert "binary" in reasons["binary.md"]
+    assert "UTF-8" in reasons["latin1.txt"]
+    assert reasons["empty.md"] == "empty file"
+    assert "limit" in reasons["huge.md"]
+    assert "nested too deeply" in reasons["deep.json"]
+    assert reasons["dangling.md"] == "dangling symlink"
+    assert summary["added"] == len(EXAMPLE_FILES)
+    for name in bad:
+        assert name in result.stderr, f"{name} should be reported on stderr"
+
+
+def test_a_file_that_turns_bad_keeps_its_previous_chunks(state_dir, tmp_path):
+    data = tmp_path / "data"
+    assert index(data, state_dir).code == 0
+    before = files_in_store(data)["memory/decisions.json"]
+    (state_dir / "memory" / "decisions.json").write_text('{"decisions": [')
+    summary = index(data, state_dir).json
+    assert "previously indexed version is kept" in summary["skipped"][0]["reason"]
+    assert files_in_store(data)["memory/decisions.json"] == before
+
+
+def test_missing_root_is_a_clear_error(tmp_path):
+    result = index(tmp_path / "data", tmp_path / "no-such-folder")
+    assert result.code == 6, result
+    assert "does not exist" in result.stderr
+    assert result.json["error"]["code"] == 6
+
+
+def test_unwritable_data_dir_is_a_clear_error(state_dir, tmp_path):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    result = index(blocker / "data", state_dir)
+    assert result.code == 7, result
+    assert "cannot write to the data folder" in result.stderr
+    assert [line for line in result.stderr.splitlines() if line.startswith("error:")] == [result.stderr.splitlines()[-1]]
+
+
+def test_roots_from_the_environment_and_the_default_root(state_dir, isolated_home):
+    result = run_script("index_personal.py", "--data-dir", isolated_home / "d1", env={"RAG_SEARCH_PERSONAL_DIRS": str(state_dir)})
+    assert result.code == 0, result
+    assert "using roots from RAG_SEARCH_PERSONAL_DIRS" in result.stderr
+    assert result.json["roots"] == [str(state_dir)]
+
+    default_root = isolated_home / ".claude" / "state"
+    default_root.mkdir(parents=True)
+    (default_root / "note.md").write_text("# Note\nthe default root is ~/.claude/state")
+    result = run_script("index_personal.py", "--quiet")
+    assert result.code == 0, result
+    assert result.json["roots"] == [str(default_root)] and result.json["roots_from"] == "default"
+    assert result.stderr == ""
+    assert (isolated_home / ".claude" / "data" / "rag-search").is_dir()
+
+
+def test_files_of_a_root_no_longer_indexed_are_removed(state_dir, tmp_path):
+    data = tmp_path / "data"
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "extra.md").write_text("# Extra\nanother root")
+    assert index(data, state_dir, other).code == 0
+    assert "extra.md" in files_in_store(data)
+    summary = index(data, state_dir).json
+    assert summary["deleted"] == 1
+    assert "extra.md" not in files_in_store(data)

@@ -1,0 +1,100 @@
+"""search.py end to end against the example index: schema, relevance, and its error exits."""
+
+import subprocess
+import sys
+
+import pytest
+
+from conftest import SCRIPTS, run_script
+
+
+def search(data, *args):
+    return run_script("search.py", "--data-dir", data, *args)
+
+
+def test_output_follows_the_design_schema(example_index):
+    result = search(example_index, "why is ArgoCD self-heal disabled?", "--top-k", "4")
+    assert result.code == 0, result
+    payload = result.json
+    assert list(payload) == ["query", "results", "searched_collections", "total_chunks_searched"]
+    assert payload["query"] == "why is ArgoCD self-heal disabled?"
+    assert payload["searched_collections"] == ["personal"]
+    assert payload["total_chunks_searched"] > 10
+    assert [r["rank"] for r in payload["results"]] == [1, 2, 3, 4]
+    scores = [r["score"] for r in payload["results"]]
+    assert scores == sorted(scores, reverse=True) and all(0 <= s <= 1 for s in scores)
+    for item in payload["results"]:
+        assert list(item) == ["rank", "score", "source", "file", "chunk", "metadata"]
+        assert item["source"] == "personal"
+        assert item["chunk"] and item["file"] and not item["file"].startswith("/")
+        assert {"heading", "date", "path"} <= set(item["metadata"])
+    assert "docs index has not been built" in result.stderr
+
+
+@pytest.mark.parametrize(
+    "question, expected",
+    [
+        ("which text editor do I like to use?", {"preferences.json"}),
+        ("why don't we let the gitops tool repair drift automatically?", {"notes/argocd-setup.md", "memory/decisions.json"}),
+        ("how do I take one machine out of the cluster safely before repairs?", {"notes/k0s-cluster.md"}),
+        ("how to mute notifications while doing planned work", {"notes/prometheus-alerting.md"}),
+        ("what did we learn about mocking in unit tests?", {"memory/memory.json"}),
+    ],
+)
+def test_paraphrased_questions_find_the_right_file(example_index, question, expected):
+    top = search(example_index, question, "--top-k", "1").json["results"][0]
+    assert top["file"] in expected, top
+
+
+def test_text_format_for_people(example_index):
+    result = search(example_index, "Longhorn volumes", "--format", "text", "--top-k", "2")
+    assert result.code == 0, result
+    assert result.stdout.startswith("1. [")
+    assert "searched personal:" in result.stdout
+
+
+def test_search_before_any_index_exits_3_and_names_the_command(tmp_path):
+    result = search(tmp_path / "empty", "anything")
+    assert result.code == 3, result
+    assert result.json["error"]["code"] == 3
+    assert "index_personal.py" in result.stderr
+
+
+def test_asking_for_an_unbuilt_index_exits_3(example_index):
+    result = search(example_index, "k0s upgrade", "--index", "docs")
+    assert result.code == 3, result
+    assert "index_docs.py" in result.stderr
+
+
+def test_an_empty_index_is_success_with_no_results(tmp_path):
+    empty_root = tmp_path / "empty-root"
+    empty_root.mkdir()
+    assert run_script("index_personal.py", "--data-dir", tmp_path / "data", empty_root).code == 0
+    result = search(tmp_path / "data", "anything at all")
+    assert result.code == 0, result
+    assert result.json["results"] == []
+
+
+_CHANGE_FINGERPRINT = """
+import json, sys
+sys.path.insert(0, sys.argv[1])
+from pathlib import Path
+from rag_search.store import FINGERPRINT_KEY, Store, stored_fingerprint
+store = Store.open_for_reading(Path(sys.argv[2]))
+collection = store.collection("personal")
+old = stored_fingerprint(collection)
+collection.modify(metadata={FINGERPRINT_KEY: json.dumps({**old, "model": "some-other-model", "dimension": 768})})
+"""
+
+
+def test_a_store_built_with_another_model_asks_for_a_reindex(example_data):
+    subprocess.run([sys.executable, "-c", _CHANGE_FINGERPRINT, str(SCRIPTS), str(example_data)], check=True)
+    result = search(example_data, "anything")
+    assert result.code == 4, result
+    assert "some-other-model" in result.stderr and "reindex" in result.stderr
+    assert result.json["error"]["type"] == "FingerprintMismatch"
+
+
+def test_bad_arguments_exit_2(example_index):
+    assert search(example_index, "q", "--top-k", "0").code == 2
+    assert search(example_index, "q", "--index", "everything").code == 2

@@ -1,0 +1,78 @@
+"""The documentation matches the code: help texts, SKILL.md, README, exit codes."""
+
+import re
+import subprocess
+import sys
+
+import pytest
+import yaml
+
+from conftest import PROJECT, SCRIPTS, run_script
+from rag_search import errors
+
+SCRIPT_NAMES = sorted(path.name for path in SCRIPTS.glob("*.py"))
+
+
+@pytest.mark.parametrize("name", SCRIPT_NAMES)
+def test_every_script_answers_help_with_exit_codes(name):
+    result = run_script(name, "--help", timeout=30)
+    assert result.code == 0, result
+    assert result.stdout.startswith("usage:")
+    assert "exit codes:" in result.stdout
+    assert result.stderr == ""
+
+
+@pytest.mark.parametrize("name", SCRIPT_NAMES)
+def test_help_does_not_import_heavy_libraries(name):
+    code = (
+        "import runpy, sys\n"
+        f"sys.argv = [{str(SCRIPTS / name)!r}, '--help']\n"
+        "try:\n    runpy.run_path(sys.argv[0], run_name='__main__')\n"
+        "except SystemExit:\n    pass\n"
+        "heavy = [m for m in ('torch', 'sentence_transformers', 'chromadb', 'transformers', 'numpy') if m in sys.modules]\n"
+        "print('HEAVY:' + ','.join(heavy))\n"
+    )
+    completed = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=SCRIPTS)
+    assert "HEAVY:\n" in completed.stdout, completed.stdout[-300:]
+
+
+def skill_frontmatter():
+    text = (PROJECT / "SKILL.md").read_text()
+    match = re.match(r"^---\n(.*?)\n---\n(.*)$", text, re.DOTALL)
+    assert match, "SKILL.md must start with YAML front matter"
+    return yaml.safe_load(match.group(1)), match.group(2)
+
+
+def test_skill_frontmatter_follows_the_agent_skills_spec():
+    front, body = skill_frontmatter()
+    assert set(front) <= {"name", "description", "license", "compatibility", "allowed-tools", "metadata"}
+    assert front["name"] == "rag-search"
+    assert re.fullmatch(r"[a-z0-9]+(-[a-z0-9]+)*", front["name"])
+    assert 0 < len(front["description"]) <= 1024
+    assert "<" not in front["description"] and ">" not in front["description"]
+    assert len(body.splitlines()) < 500
+
+
+def test_every_script_and_reference_named_in_skill_md_exists():
+    _, body = skill_frontmatter()
+    named = set(re.findall(r"\b((?:scripts|references)/[\w./-]+\.(?:py|md|json))", body))
+    named |= {f"scripts/{name}" for name in re.findall(r"\$S/(\w+\.py)", body)}
+    assert named, "SKILL.md should name the scripts it uses"
+    for relative in named:
+        assert (PROJECT / relative).is_file(), f"SKILL.md names {relative}, which does not exist"
+
+
+def test_readme_opens_with_the_two_commands_and_ci_runs_the_second():
+    readme = (PROJECT / "README.md").read_text()
+    first_block = re.search(r"```bash\n(.*?)```", readme, re.DOTALL).group(1)
+    commands = [line.split("#")[0].strip() for line in first_block.splitlines() if line.strip()]
+    assert commands == ["make demo", "make test"]
+    assert "make test" in (PROJECT / ".ci" / "run").read_text()
+
+
+def test_exit_codes_are_documented_in_the_reference():
+    reference = (PROJECT / "references" / "cli.md").read_text()
+    codes = {value for name, value in vars(errors).items() if name.startswith("EXIT_") and isinstance(value, int)}
+    for code in codes:
+        assert re.search(rf"^\| {code} \|", reference, re.MULTILINE), f"exit code {code} missing from references/cli.md"
+        assert re.search(rf"^  {code}  ", errors.EXIT_CODES_HELP, re.MULTILINE), f"exit code {code} missing from --help"
