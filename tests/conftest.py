@@ -19,17 +19,18 @@ EXAMPLES = PROJECT / "examples" / "state"
 
 sys.path.insert(0, str(SCRIPTS))
 
-OUR_ENV_VARS = ("RAG_SEARCH_HOME", "RAG_SEARCH_CONFIG", "RAG_SEARCH_PERSONAL_DIRS", "RAG_SEARCH_MODEL")
+OUR_ENV_VARS = ("RAG_SEARCH_HOME", "RAG_SEARCH_CONFIG", "RAG_SEARCH_PERSONAL_DIRS", "RAG_SEARCH_MODEL", "RAG_SEARCH_SOURCES")
 
 
 @pytest.fixture(autouse=True)
 def isolated_home(tmp_path, monkeypatch):
-    """No test may touch the real ~/.claude or ~/.config: HOME points into tmp_path."""
+    """No test may touch the real ~/.claude, ~/.config or the shipped sources.json."""
     home = tmp_path / "home"
     home.mkdir()
     monkeypatch.setenv("HOME", str(home))
     for name in OUR_ENV_VARS:
         monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("RAG_SEARCH_SOURCES", str(home / "sources.json"))
     return home
 
 

@@ -4,8 +4,7 @@ import os
 
 import pytest
 
-from rag_search.config import Config
-from rag_search.sources.personal import SkipFile, read_text, walk_root
+from rag_search.sources.files import SkipFile, read_text, walk_root
 
 
 def make(root, files):
@@ -15,8 +14,8 @@ def make(root, files):
         path.write_bytes(content if isinstance(content, bytes) else content.encode())
 
 
-def walk(root, **config):
-    result = walk_root(root, Config(path=root / "none.json", **config))
+def walk(root, ignore_patterns=()):
+    result = walk_root(root, list(ignore_patterns))
     return sorted(entry.rel for entry in result.files), {s["file"]: s["reason"] for s in result.skipped}
 
 

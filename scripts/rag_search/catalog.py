@@ -5,12 +5,13 @@ A small SQLite file beside the ChromaDB store. It makes refreshes incremental
 re-embedded) and lets a new chunk reuse the vector of an identical old one.
 """
 
+import json
 import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 
 # Part of the index fingerprint: a store with another schema is rebuilt, not migrated.
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS documents (
@@ -23,6 +24,7 @@ CREATE TABLE IF NOT EXISTS documents (
     content_hash TEXT NOT NULL,
     chunk_count  INTEGER NOT NULL,
     indexed_at   TEXT NOT NULL,
+    state        TEXT,               -- JSON kept by the source between runs (a page's ETag…)
     PRIMARY KEY (collection, key)
 );
 CREATE TABLE IF NOT EXISTS chunks (
@@ -34,6 +36,12 @@ CREATE TABLE IF NOT EXISTS chunks (
 );
 CREATE INDEX IF NOT EXISTS chunks_by_doc ON chunks (collection, doc_key);
 CREATE INDEX IF NOT EXISTS chunks_by_text ON chunks (collection, text_hash);
+CREATE TABLE IF NOT EXISTS sources (
+    collection  TEXT NOT NULL,
+    source_id   TEXT NOT NULL,
+    state       TEXT NOT NULL,       -- JSON: what the last complete run indexed (a git commit…)
+    PRIMARY KEY (collection, source_id)
+);
 """
 
 
@@ -47,6 +55,7 @@ class DocumentRecord:
     content_hash: str
     chunk_count: int
     indexed_at: str
+    state: dict | None = None
 
 
 @dataclass
@@ -66,13 +75,25 @@ class Catalog:
     def close(self) -> None:
         self._db.close()
 
-    def documents(self, collection: str) -> dict[str, DocumentRecord]:
-        rows = self._db.execute(
-            "SELECT key, source_id, file, size, mtime_ns, content_hash, chunk_count, indexed_at"
-            " FROM documents WHERE collection = ?",
-            (collection,),
+    def documents(self, collection: str, source_id: str | None = None) -> dict[str, DocumentRecord]:
+        """The indexed documents of a collection, or of one source in it, by key."""
+        query = (
+            "SELECT key, source_id, file, size, mtime_ns, content_hash, chunk_count, indexed_at, state"
+            " FROM documents WHERE collection = ?"
         )
-        return {row[0]: DocumentRecord(*row) for row in rows}
+        params: tuple = (collection,)
+        if source_id is not None:
+            query += " AND source_id = ?"
+            params += (source_id,)
+        return {row[0]: DocumentRecord(*row[:8], json.loads(row[8]) if row[8] else None) for row in self._db.execute(query, params)}
+
+    def source_ids(self, collection: str) -> set[str]:
+        """Every source with documents or saved state in the collection."""
+        rows = self._db.execute(
+            "SELECT source_id FROM documents WHERE collection = ? UNION SELECT source_id FROM sources WHERE collection = ?",
+            (collection, collection),
+        )
+        return {row[0] for row in rows}
 
     def chunk_ids(self, collection: str, doc_key: str) -> list[str]:
         rows = self._db.execute("SELECT id FROM chunks WHERE collection = ? AND doc_key = ? ORDER BY ord", (collection, doc_key))
@@ -97,9 +118,9 @@ class Catalog:
             for record, chunks in items:
                 self._delete(collection, record.key)
                 self._db.execute(
-                    "INSERT INTO documents VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    "INSERT INTO documents VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (collection, record.key, record.source_id, record.file, record.size, record.mtime_ns,
-                     record.content_hash, record.chunk_count, record.indexed_at),
+                     record.content_hash, record.chunk_count, record.indexed_at, json.dumps(record.state) if record.state else None),
                 )
                 self._db.executemany(
                     "INSERT INTO chunks VALUES (?, ?, ?, ?, ?)",
@@ -119,13 +140,37 @@ class Catalog:
             for key in keys:
                 self._delete(collection, key)
 
+    def set_document_state(self, collection: str, key: str, state: dict | None) -> None:
+        """New source state (a page's ETag) for a document whose content did not change."""
+        with self._db:
+            self._db.execute(
+                "UPDATE documents SET state = ? WHERE collection = ? AND key = ?",
+                (json.dumps(state) if state else None, collection, key),
+            )
+
+    def source_state(self, collection: str, source_id: str) -> dict | None:
+        row = self._db.execute("SELECT state FROM sources WHERE collection = ? AND source_id = ?", (collection, source_id)).fetchone()
+        return json.loads(row[0]) if row else None
+
+    def set_source_state(self, collection: str, source_id: str, state: dict | None) -> None:
+        with self._db:
+            if state is None:
+                self._db.execute("DELETE FROM sources WHERE collection = ? AND source_id = ?", (collection, source_id))
+            else:
+                self._db.execute("INSERT OR REPLACE INTO sources VALUES (?, ?, ?)", (collection, source_id, json.dumps(state)))
+
     def delete_collection(self, collection: str) -> None:
         with self._db:
             self._db.execute("DELETE FROM chunks WHERE collection = ?", (collection,))
             self._db.execute("DELETE FROM documents WHERE collection = ?", (collection,))
+            self._db.execute("DELETE FROM sources WHERE collection = ?", (collection,))
 
-    def chunk_count(self, collection: str) -> int:
-        return self._db.execute("SELECT COUNT(*) FROM chunks WHERE collection = ?", (collection,)).fetchone()[0]
+    def chunk_count(self, collection: str, source_id: str | None = None) -> int:
+        if source_id is None:
+            return self._db.execute("SELECT COUNT(*) FROM chunks WHERE collection = ?", (collection,)).fetchone()[0]
+        return self._db.execute(
+            "SELECT COALESCE(SUM(chunk_count), 0) FROM documents WHERE collection = ? AND source_id = ?", (collection, source_id)
+        ).fetchone()[0]
 
     def _delete(self, collection: str, key: str) -> None:
         self._db.execute("DELETE FROM chunks WHERE collection = ? AND doc_key = ?", (collection, key))

@@ -15,9 +15,9 @@ import traceback
 import warnings
 from pathlib import Path
 
+from .config import SKILL_DIR
 from .errors import EXIT_CODES_HELP, EXIT_FAILURE, RagSearchError
 
-SKILL_DIR = Path(__file__).resolve().parents[2]
 VENV_DIR = SKILL_DIR / ".venv"
 
 

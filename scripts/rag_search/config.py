@@ -11,12 +11,21 @@ from pathlib import Path
 
 from .errors import ConfigError
 
+SKILL_DIR = Path(__file__).resolve().parents[2]  # the checkout: SKILL.md, scripts/, references/
 DEFAULT_DATA_DIR = "~/.claude/data/rag-search"
 DEFAULT_CONFIG_FILE = "~/.config/rag-search/config.json"
 DEFAULT_PERSONAL_ROOT = "~/.claude/state"
 DEFAULT_MAX_FILE_BYTES = 4 * 1024 * 1024
+DEFAULT_WEB_TIMEOUT_SECONDS = 20
+DEFAULT_WEB_MAX_PAGE_BYTES = 5 * 1024 * 1024
 
-KNOWN_KEYS = {"personal_roots", "ignore_patterns", "max_file_bytes"}
+# Positive numbers, with their defaults.
+LIMITS = {
+    "max_file_bytes": DEFAULT_MAX_FILE_BYTES,
+    "web_timeout_seconds": DEFAULT_WEB_TIMEOUT_SECONDS,
+    "web_max_page_bytes": DEFAULT_WEB_MAX_PAGE_BYTES,
+}
+KNOWN_KEYS = {"personal_roots", "ignore_patterns", *LIMITS}
 
 
 def expand(path: str | Path) -> Path:
@@ -37,6 +46,8 @@ class Config:
     personal_roots: list[str] = field(default_factory=list)
     ignore_patterns: list[str] = field(default_factory=list)
     max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
+    web_timeout_seconds: float = DEFAULT_WEB_TIMEOUT_SECONDS
+    web_max_page_bytes: int = DEFAULT_WEB_MAX_PAGE_BYTES
     warnings: list[str] = field(default_factory=list)
 
 
@@ -66,10 +77,12 @@ def load_config() -> Config:
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
             raise ConfigError(f"config file {path}: {key!r} must be a list of strings")
         setattr(config, key, value)
-    max_bytes = data.get("max_file_bytes", DEFAULT_MAX_FILE_BYTES)
-    if not isinstance(max_bytes, int) or isinstance(max_bytes, bool) or max_bytes <= 0:
-        raise ConfigError(f"config file {path}: 'max_file_bytes' must be a positive integer")
-    config.max_file_bytes = max_bytes
+    for key, default in LIMITS.items():
+        value = data.get(key, default)
+        wanted = int if key.endswith("_bytes") else (int, float)
+        if isinstance(value, bool) or not isinstance(value, wanted) or value <= 0:
+            raise ConfigError(f"config file {path}: {key!r} must be a positive {'integer' if wanted is int else 'number'}")
+        setattr(config, key, value)
     config.warnings = [f"config file {path}: unknown key {k!r} ignored" for k in sorted(set(data) - KNOWN_KEYS)]
     return config
 

@@ -65,3 +65,9 @@ class StoreError(RagSearchError):
 
 class IndexBusy(RagSearchError):
     exit_code = EXIT_BUSY
+
+
+class SourceFailed(RagSearchError):
+    """One doc source could not be refreshed; the others still are."""
+
+    exit_code = EXIT_PARTIAL

@@ -56,6 +56,7 @@ class SourceDocument:
     fallback_date: tuple[str, float] | None = None  # e.g. the file's mtime
     size: int | None = None
     mtime_ns: int | None = None
+    state: dict | None = None  # kept for the source between runs (a page's ETag)
 
 
 @dataclass
@@ -94,8 +95,9 @@ class IndexWriter:
         if exc_type is None:
             self.flush()
 
-    def known_documents(self):
-        return self.store.catalog.documents(self.name)
+    def known_documents(self, source_id: str | None = None):
+        """What is indexed now (after any rebuild), by key: the baseline to compare a source against."""
+        return self.store.catalog.documents(self.name, source_id)
 
     def put(self, document: SourceDocument) -> list[str]:
         """Queue a document for (re)indexing; returns parse warnings. Raises parsing.ParseError."""
@@ -120,7 +122,7 @@ class IndexWriter:
         if self._removals:
             catalog = self.store.catalog
             ids = [chunk_id for key in self._removals for chunk_id in catalog.chunk_ids(self.name, key)]
-            self._delete_vectors(ids)
+            _delete_vectors(self.collection, ids)
             catalog.delete_documents(self.name, self._removals)
             self.stats.chunks_removed += len(ids)
             self._removals = []
@@ -149,6 +151,7 @@ class IndexWriter:
                 content_hash=document.content_hash,
                 chunk_count=len(chunks),
                 indexed_at=self._indexed_at,
+                state=document.state,
             )
             items.append((record, chunk_records))
 
@@ -161,7 +164,7 @@ class IndexWriter:
                 documents=[row[3] for row in batch],
                 metadatas=[row[4] for row in batch],
             )
-        self._delete_vectors(stale)
+        _delete_vectors(self.collection, stale)
         catalog.replace_documents(self.name, items)
         self.stats.chunks_added += len(rows)
         self.stats.chunks_removed += len(stale)
@@ -190,10 +193,6 @@ class IndexWriter:
         self.stats.reused += len(texts) - len(missing)
         return vectors
 
-    def _delete_vectors(self, ids: list[str]) -> None:
-        for start in range(0, len(ids), CHROMA_BATCH):
-            self.collection.delete(ids=ids[start : start + CHROMA_BATCH])
-
     def _chunk_metadata(self, document: SourceDocument, file_metadata: dict, chunk: Chunk, ord_: int) -> dict:
         metadata = {
             "source": self.name,
@@ -212,6 +211,27 @@ class IndexWriter:
             metadata["date"], metadata["date_ts"] = document.fallback_date
         # ChromaDB takes str, int, float, bool and non-empty lists of those; nothing else.
         return {k: v for k, v in metadata.items() if v is not None and v != [] and v != ""}
+
+
+def remove_source(store: Store, collection_name: str, source_id: str) -> int:
+    """Delete every chunk and the saved state of one source; returns the number of chunks removed.
+
+    Needs no model: removing a source must work even where nothing can be embedded.
+    """
+    catalog = store.catalog
+    keys = list(catalog.documents(collection_name, source_id))
+    ids = [chunk_id for key in keys for chunk_id in catalog.chunk_ids(collection_name, key)]
+    collection = store.collection(collection_name)
+    if collection is not None:
+        _delete_vectors(collection, ids)
+    catalog.delete_documents(collection_name, keys)
+    catalog.set_source_state(collection_name, source_id, None)
+    return len(ids)
+
+
+def _delete_vectors(collection, ids: list[str]) -> None:
+    for start in range(0, len(ids), CHROMA_BATCH):
+        collection.delete(ids=ids[start : start + CHROMA_BATCH])
 
 
 def content_hash(data: bytes) -> str:

@@ -1,7 +1,6 @@
 """Rendering search results: the JSON document agents read, or text for people."""
 
 import json
-from pathlib import Path
 
 from .retrieval import SearchResult
 
@@ -50,7 +49,4 @@ def to_text(payload: dict) -> str:
 
 
 def _public_metadata(metadata: dict) -> dict:
-    public = {key: metadata[key] for key in sorted(metadata) if key not in HIDDEN_METADATA}
-    if "root" in metadata and "file" in metadata:
-        public["path"] = str(Path(metadata["root"]) / metadata["file"])
-    return public
+    return {key: metadata[key] for key in sorted(metadata) if key not in HIDDEN_METADATA}

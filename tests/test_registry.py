@@ -1,0 +1,110 @@
+"""The sources.json registry: validation, unknown fields, atomic and safe writes."""
+
+import json
+
+import pytest
+
+from rag_search import registry
+from rag_search.errors import ConfigError
+
+GIT = {"id": "k0s", "name": "k0s Documentation", "type": "git", "url": "https://github.com/k0sproject/k0s.git",
+       "path": "docs/", "glob": "**/*.md", "version": "v1.30.0"}
+WEB = {"id": "argocd", "name": "ArgoCD Documentation", "type": "web",
+       "base_url": "https://argo-cd.readthedocs.io/en/stable/", "pages": ["user-guide/sync-options/"]}
+LOCAL = {"id": "runbooks", "name": "Runbooks", "type": "local", "path": "~/runbooks"}
+
+
+def write(path, data):
+    path.write_text(data if isinstance(data, str) else json.dumps(data))
+    return path
+
+
+def test_a_valid_registry_loads(tmp_path):
+    reg = registry.load(write(tmp_path / "sources.json", {"sources": [GIT, WEB, LOCAL]}))
+    assert [s["id"] for s in reg.sources] == ["k0s", "argocd", "runbooks"]
+    assert reg.get("argocd")["pages"] == ["user-guide/sync-options/"]
+
+
+def test_a_missing_registry_is_empty(tmp_path):
+    assert registry.load(tmp_path / "none.json").sources == []
+
+
+@pytest.mark.parametrize(
+    "sources, message",
+    [
+        ([{**GIT, "type": "svn"}], 'source #1 ("k0s"): "type" must be one of git, local, web'),
+        ([{k: v for k, v in GIT.items() if k != "url"}], 'source #1 ("k0s"): "url" is missing'),
+        ([{k: v for k, v in WEB.items() if k != "base_url"}], '"base_url" is missing'),
+        ([{k: v for k, v in GIT.items() if k != "name"}], '"name" is missing'),
+        ([{k: v for k, v in GIT.items() if k != "id"}], 'source #1 ("?"): "id" is missing'),
+        ([GIT, {**WEB, "id": "k0s"}], 'source #2 ("k0s"): duplicate "id"'),
+        ([{**GIT, "id": "../etc"}], '"id" must be a slug'),
+        ([{**GIT, "id": "K0s"}], '"id" must be a slug'),
+        ([{**GIT, "id": ".hidden"}], '"id" must be a slug'),
+        ([{**GIT, "url": "ext::sh -c touch% /tmp/pwned"}], '"url" must use https, ssh, git or file'),
+        ([{**GIT, "url": "--upload-pack=touch /tmp/x"}], '"url" must not start with "-"'),
+        ([{**WEB, "base_url": "ftp://example.org/"}], '"base_url" must be an http or https URL'),
+        ([{**WEB, "pages": "user-guide/"}], '"pages" must be a list'),
+        ([{k: v for k, v in WEB.items() if k != "pages"}], 'needs "pages"'),
+        ([{**GIT, "version": 1.3}], '"version" must be a string'),
+        (["k0s"], "source #1 is not an object"),
+    ],
+)
+def test_each_validation_error_names_the_source_and_field(tmp_path, sources, message):
+    path = write(tmp_path / "sources.json", {"sources": sources})
+    with pytest.raises(ConfigError) as caught:
+        registry.load(path)
+    assert message in str(caught.value)
+    assert "sources.json" in str(caught.value)
+
+
+@pytest.mark.parametrize("content", ['{"sources": [', "[]", '{"sources": {}}', "\xff\xfe"])
+def test_malformed_files_are_config_errors(tmp_path, content):
+    path = tmp_path / "sources.json"
+    path.write_bytes(content.encode("latin-1"))
+    with pytest.raises(ConfigError):
+        registry.load(path)
+
+
+def test_unknown_fields_survive_a_rewrite(tmp_path):
+    path = write(tmp_path / "sources.json", {"comment": "mine", "sources": [{**GIT, "owner": "platform team"}]})
+    registry.update(path, lambda reg: reg.sources.append(LOCAL))
+    data = json.loads(path.read_text())
+    assert data["comment"] == "mine"
+    assert data["sources"][0]["owner"] == "platform team"
+    assert [s["id"] for s in data["sources"]] == ["k0s", "runbooks"]
+
+
+def test_a_write_refuses_to_overwrite_a_concurrent_edit(tmp_path):
+    path = write(tmp_path / "sources.json", {"sources": [GIT]})
+    reg = registry.load(path)
+    reg.sources.append(LOCAL)
+    write(path, {"sources": [GIT, WEB]})  # someone edits the file meanwhile
+    with pytest.raises(ConfigError, match="changed while this command ran"):
+        registry.save(reg)
+    assert [s["id"] for s in json.loads(path.read_text())["sources"]] == ["k0s", "argocd"]
+
+
+def test_writes_are_atomic_and_leave_no_temp_files(tmp_path):
+    folder = tmp_path / "references"
+    folder.mkdir()
+    path = write(folder / "sources.json", {"sources": []})
+    registry.update(path, lambda reg: reg.sources.append(WEB))
+    leftovers = [p.name for p in folder.iterdir() if p.name not in ("sources.json", ".sources.json.lock")]
+    assert leftovers == []
+
+
+def test_an_invalid_change_is_never_written(tmp_path):
+    path = write(tmp_path / "sources.json", {"sources": [GIT]})
+    before = path.read_text()
+    with pytest.raises(ConfigError):
+        registry.update(path, lambda reg: reg.sources.append({**WEB, "id": "k0s"}))
+    assert path.read_text() == before
+
+
+def test_registry_path_precedence(tmp_path, monkeypatch):
+    monkeypatch.delenv("RAG_SEARCH_SOURCES")
+    assert registry.registry_path() == registry.DEFAULT_REGISTRY
+    monkeypatch.setenv("RAG_SEARCH_SOURCES", str(tmp_path / "env.json"))
+    assert registry.registry_path() == tmp_path / "env.json"
+    assert registry.registry_path(str(tmp_path / "flag.json")) == tmp_path / "flag.json"
