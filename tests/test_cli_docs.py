@@ -1,0 +1,253 @@
+"""Doc sources end to end: add_doc_source.py, index_docs.py and search.py --index docs.
+
+Real git repositories cloned over file://, the real model, ChromaDB on disk.
+"""
+
+import json
+import os
+
+import pytest
+
+from conftest import files_in_store, run_script, store_contents
+from gitrepo import GitRepo
+from webserver import DocsSite, Page, html_page
+
+UPGRADE = """# Upgrading k0s
+
+## Before you start
+
+Take an etcd snapshot first: `k0s etcd backup --save-path /var/backups`. Never skip a minor version.
+
+## Running the upgrade
+
+Pin the new version in k0sctl.yaml and run `k0sctl apply`; controllers are upgraded one at a time.
+"""
+NETWORKING = """# Networking
+
+## kube-router
+
+kube-router is the default network provider; it programs routes with BGP between the nodes.
+
+## Calico
+
+Calico can replace kube-router when you need network policies with global sets.
+"""
+STORAGE = """# Storage
+
+Persistent volumes come from the local path provisioner unless a CSI driver is installed.
+"""
+FAQ = """# FAQ
+
+## Can I run k0s on a Raspberry Pi?
+
+Yes, arm64 builds are published with every release.
+"""
+BACKUP = """# Backup and restore
+
+`k0s backup` writes the cluster state and certificates into one archive; `k0s restore` reads it back.
+"""
+
+
+@pytest.fixture
+def k0s_repo(tmp_path) -> GitRepo:
+    repo = GitRepo(tmp_path / "k0s-origin")
+    repo.write({
+        "README.md": "# k0s\nThe README is outside docs/ and must not be indexed.",
+        "src/main.go": "package main",
+        "docs/upgrade.md": UPGRADE,
+        "docs/networking.md": NETWORKING,
+        "docs/storage.md": STORAGE,
+        "docs/faq.md": FAQ,
+        "docs/notes.txt": "not matched by the glob",
+    })
+    repo.commit("first docs", tag="v1.30.0")
+    return repo
+
+
+def add_source(*args):
+    result = run_script("add_doc_source.py", *args)
+    assert result.code == 0, result
+    return result.json
+
+
+def index_docs(data, *args):
+    return run_script("index_docs.py", "--data-dir", data, *args)
+
+
+def test_git_source_end_to_end_and_incremental_from_the_diff(k0s_repo, tmp_path):
+    data = tmp_path / "data"
+    added = add_source("--id", "k0s", "--name", "k0s Documentation", "--type", "git", "--url", k0s_repo.url,
+                       "--path", "docs/", "--glob", "**/*.md")
+    assert added["action"] == "added" and added["source"]["url"] == k0s_repo.url
+
+    first = index_docs(data, "--source", "k0s")
+    assert first.code == 0, first
+    summary = first.json["sources"][0]
+    first_commit = k0s_repo.git("rev-parse", "HEAD")
+    assert (summary["status"], summary["mode"], summary["commit"]) == ("ok", "full scan", first_commit)
+    assert (summary["files"], summary["added"]) == (4, 4)
+    assert set(files_in_store(data, "docs")) == {"k0s/docs/upgrade.md", "k0s/docs/networking.md", "k0s/docs/storage.md", "k0s/docs/faq.md"}
+    registry = json.loads((tmp_path / "home" / "sources.json").read_text())
+    assert registry["sources"][0]["last_commit"] == first_commit and "last_indexed" in registry["sources"][0]
+
+    found = run_script("search.py", "--data-dir", data, "--index", "docs", "--top-k", "1", "how do I upgrade k0s without breaking it?")
+    assert found.code == 0, found
+    top = found.json["results"][0]
+    assert top["source"] == "docs" and top["file"] == "k0s/docs/upgrade.md"
+    assert top["metadata"]["commit"] == first_commit
+    assert top["metadata"]["repo_path"] == "docs/upgrade.md" and top["metadata"]["source_id"] == "k0s"
+    assert top["metadata"]["path"].endswith(os.path.join("sources", "k0s", "repo", "docs", "upgrade.md"))
+    assert "url" not in top["metadata"], "a file:// remote has no browsable URL"
+
+    # Change the repository: modify, delete, rename, add.
+    k0s_repo.write({"docs/networking.md": NETWORKING + "\n## MTU\n\nLower the MTU to 1450 when the nodes run inside VXLAN.\n",
+                    "docs/backup.md": BACKUP})
+    k0s_repo.git("rm", "-q", "docs/faq.md")
+    k0s_repo.git("mv", "docs/storage.md", "docs/guides-storage.md")
+    second_commit = k0s_repo.commit("second docs")
+
+    second = index_docs(data, "--source", "k0s").json["sources"][0]
+    assert (second["mode"], second["previous_commit"], second["commit"]) == ("diff", first_commit, second_commit)
+    assert {k: second[k] for k in ("added", "updated", "deleted", "renamed", "unchanged")} == {
+        "added": 1, "updated": 1, "deleted": 1, "renamed": 1, "unchanged": 1,
+    }
+    assert second["embedded"] <= 3, "only new text is embedded: the backup page and the MTU section"
+    chunks = store_contents(data, "docs").values()
+    by_file: dict = {}
+    for chunk in chunks:
+        by_file.setdefault(chunk["metadata"]["file"], []).append(chunk)
+    assert set(by_file) == {"k0s/docs/upgrade.md", "k0s/docs/networking.md", "k0s/docs/guides-storage.md", "k0s/docs/backup.md"}
+    assert all(c["metadata"]["commit"] == first_commit for c in by_file["k0s/docs/upgrade.md"]), "unchanged file untouched"
+    assert all(c["metadata"]["commit"] == second_commit for c in by_file["k0s/docs/networking.md"])
+    assert any("MTU" in c["text"] for c in by_file["k0s/docs/networking.md"])
+
+    third = index_docs(data, "--source", "k0s").json["sources"][0]
+    assert third["mode"] == "up to date" and third["embedded"] == 0
+
+
+def test_a_missing_tag_fails_that_source_only_and_keeps_what_it_had(k0s_repo, tmp_path):
+    data = tmp_path / "data"
+    other = GitRepo(tmp_path / "other-origin")
+    other.write({"guide/index.md": "# Other guide\n\nHow to configure the widget frobnicator."})
+    other.commit("other")
+    add_source("--id", "k0s", "--name", "k0s", "--type", "git", "--url", k0s_repo.url, "--path", "docs", "--version", "v1.30.0")
+    add_source("--id", "other", "--name", "Other", "--type", "git", "--url", other.url)
+    assert index_docs(data, "--all").code == 0
+    before = files_in_store(data, "docs")
+    assert "k0s/docs/upgrade.md" in before and "other/guide/index.md" in before
+
+    add_source("--update", "--id", "k0s", "--version", "v9.9.9")
+    other.write({"guide/index.md": "# Other guide\n\nHow to configure the widget frobnicator, version two."})
+    other.commit("other, updated")
+    result = index_docs(data, "--all")
+    assert result.code == 9, result
+    statuses = {s["id"]: s for s in result.json["sources"]}
+    assert statuses["k0s"]["status"] == "failed" and "v9.9.9" in statuses["k0s"]["error"]
+    assert statuses["other"]["status"] == "ok" and statuses["other"]["updated"] == 1
+    assert result.json["failed"] == ["k0s"]
+    assert "k0s failed" in result.stderr
+    assert files_in_store(data, "docs") == before, "the failed source keeps its chunks"
+    registry = {s["id"]: s for s in json.loads((tmp_path / "home" / "sources.json").read_text())["sources"]}
+    assert registry["k0s"]["last_commit"] == k0s_repo.git("rev-parse", "v1.30.0"), "state moves only when a source completes"
+
+
+def test_web_source_end_to_end_with_conditional_refresh(tmp_path, isolated_home):
+    data = tmp_path / "data"
+    config = isolated_home / ".config" / "rag-search" / "config.json"
+    config.parent.mkdir(parents=True)
+    config.write_text(json.dumps({"web_timeout_seconds": 1}))
+    with DocsSite() as site:
+        add_source("--id", "argocd", "--name", "Argo CD", "--type", "web", "--base-url", site.url,
+                   "--pages", "sync-options/,install/", "notes.md", "missing/", "slow/")
+        first = index_docs(data, "--source", "argocd")
+        assert first.code == 9, first
+        summary = first.json["sources"][0]
+        assert (summary["status"], summary["pages"], summary["added"]) == ("partial", 5, 3)
+        assert [page["url"] for page in summary["failed_pages"]] == [site.url + "slow/"]
+        assert "timed out" in summary["failed_pages"][0]["error"] or "gave up" in summary["failed_pages"][0]["error"]
+        assert "missing/ is gone (HTTP 404)" in first.stderr
+        registry = json.loads((isolated_home / "sources.json").read_text())["sources"][0]
+        assert "last_indexed" not in registry, "an incomplete source does not move last_indexed"
+
+        found = run_script("search.py", "--data-dir", data, "--index", "docs", "--top-k", "1",
+                           "make Argo CD undo changes someone made directly in the cluster")
+        top = found.json["results"][0]
+        assert top["metadata"]["url"] == site.url + "sync-options/"
+        assert top["file"] == "argocd/sync-options/"
+        for chunk in store_contents(data, "docs").values():
+            assert "Blog" not in chunk["text"] and "Getting started" not in chunk["text"], "navigation must not be indexed"
+
+        add_source("--update", "--id", "argocd", "--pages", "sync-options/", "install/", "notes.md")
+        second = index_docs(data, "--source", "argocd")
+        assert second.code == 0, second
+        summary = second.json["sources"][0]
+        assert (summary["status"], summary["unchanged"], summary["embedded"]) == ("ok", 3, 0)
+        assert site.statuses("/docs/sync-options/")[-1] == 304
+        assert "last_indexed" in json.loads((isolated_home / "sources.json").read_text())["sources"][0]
+
+        article = "<article><h1>Installation</h1><p>Install with Helm: <code>helm install argo-cd argo/argo-cd</code>.</p></article>"
+        site.pages["/docs/install/"] = Page(html_page("Installation", article))
+        third = index_docs(data, "--source", "argocd").json["sources"][0]
+        assert (third["updated"], third["unchanged"]) == (1, 2)
+        assert any("helm install" in c["text"] for c in store_contents(data, "docs").values())
+
+
+def test_local_source_list_and_remove(tmp_path, isolated_home):
+    data = isolated_home / ".claude" / "data" / "rag-search"  # the default: no --data-dir anywhere here
+    runbooks = tmp_path / "runbooks"
+    (runbooks / "db").mkdir(parents=True)
+    (runbooks / "db" / "failover.md").write_text("# Database failover\n\nPromote the replica with `pg_ctl promote`.")
+    (runbooks / "ignored.txt").write_text("not markdown")
+    added = add_source("--id", "runbooks", "--name", "Runbooks", "--type", "local", "--path", runbooks, "--index")
+    assert added["index"]["status"] == "ok" and added["index"]["added"] == 1
+    assert files_in_store(data, "docs") == {"runbooks/db/failover.md": 1}
+
+    listed = add_source("--list")
+    assert listed["sources"][0]["indexed"] == {"documents": 1, "chunks": 1, "commit": None}
+
+    found = run_script("search.py", "--index", "docs", "--top-k", "1", "how to promote a postgres standby").json
+    assert found["results"][0]["metadata"]["path"] == str(runbooks / "db" / "failover.md")
+
+    removed = add_source("--remove", "runbooks")
+    assert removed["chunks_removed"] == 1
+    assert files_in_store(data, "docs") == {}
+    assert add_source("--list")["sources"] == []
+
+
+def test_index_all_removes_sources_dropped_from_the_registry(k0s_repo, tmp_path):
+    data = tmp_path / "data"
+    add_source("--id", "k0s", "--name", "k0s", "--type", "git", "--url", k0s_repo.url, "--path", "docs")
+    assert index_docs(data, "--all").code == 0
+    assert (data / "sources" / "k0s" / "repo").is_dir()
+    (tmp_path / "home" / "sources.json").write_text('{"sources": []}')
+    result = index_docs(data, "--all")
+    assert result.code == 0, result
+    assert result.json["removed_sources"] == ["k0s"]
+    assert files_in_store(data, "docs") == {}
+    assert not (data / "sources" / "k0s").exists()
+
+
+@pytest.mark.parametrize(
+    "args, code, message",
+    [
+        (["--id", "x", "--name", "X", "--type", "git"], 6, '"url" is missing'),
+        (["--id", "Bad Id", "--name", "X", "--type", "local", "--path", "/tmp"], 6, "must be a slug"),
+        (["--update", "--id", "nope", "--name", "X"], 6, "no source with id 'nope'"),
+        (["--remove", "nope"], 6, "no source with id 'nope'"),
+        (["--name", "X"], 6, "--id is required"),
+        (["--type", "svn"], 2, "invalid choice"),
+    ],
+)
+def test_add_doc_source_rejects_bad_input(args, code, message):
+    result = run_script("add_doc_source.py", *args)
+    assert result.code == code, result
+    assert message in result.stderr
+
+
+def test_index_docs_errors(tmp_path):
+    assert index_docs(tmp_path / "data").code == 2, "--all or --source is required"
+    result = index_docs(tmp_path / "data", "--source", "nope")
+    assert result.code == 6 and "unknown source id(s) nope" in result.stderr
+    (tmp_path / "home" / "sources.json").write_text('{"sources": [{"id": "x"}]}')
+    result = index_docs(tmp_path / "data", "--all")
+    assert result.code == 6 and '"name" is missing' in result.stderr
