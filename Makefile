@@ -30,7 +30,7 @@ demo: setup
 	$(PY) scripts/search.py --data-dir "$$home/data" "$(DEMO_QUERY)"
 
 test: setup
-	$(VENV)/bin/ruff check scripts tests
+	$(VENV)/bin/ruff check scripts tests bench
 	$(PY) -m pytest -q
 
 clean:

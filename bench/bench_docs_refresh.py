@@ -93,7 +93,8 @@ def main() -> int:
     print(f"{files} markdown files, {megabytes:.1f} MB, cold subprocess runs of index_docs.py")
     print(f"{'run':28} {'seconds':>8} {'mode':>11} {'added':>6} {'updated':>8} {'embedded':>9} {'chunks':>7}")
     for row in rows:
-        print(f"{row['run']:28} {row['seconds']:8.2f} {row['mode']:>11} {row['added']:6} {row['updated']:8} {row['embedded']:9} {row['chunks']:7}")
+        print(f"{row['run']:28} {row['seconds']:8.2f} {row['mode']:>11} {row['added']:6} {row['updated']:8} "
+              f"{row['embedded']:9} {row['chunks']:7}")
     print(json.dumps(result))
     if args.json:
         Path(args.json).write_text(json.dumps(result, indent=2))
