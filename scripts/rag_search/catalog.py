@@ -2,7 +2,9 @@
 
 A small SQLite file beside the ChromaDB store. It makes refreshes incremental
 (a file whose size, mtime and content hash are unchanged is not read again or
-re-embedded) and lets a new chunk reuse the vector of an identical old one.
+re-embedded), lets a new chunk reuse the vector of an identical old one, and
+holds the keyword index (FTS5, BM25) over the same chunks, written in the same
+transactions so that keyword and vector search always see the same chunks.
 """
 
 import json
@@ -10,8 +12,11 @@ import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 
+from .errors import FingerprintMismatch
+
 # Part of the index fingerprint: a store with another schema is rebuilt, not migrated.
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
+TABLES = ("documents", "chunks", "sources", "chunk_terms")
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS documents (
@@ -28,11 +33,14 @@ CREATE TABLE IF NOT EXISTS documents (
     PRIMARY KEY (collection, key)
 );
 CREATE TABLE IF NOT EXISTS chunks (
-    id          TEXT PRIMARY KEY,    -- the same id as in ChromaDB
+    num         INTEGER PRIMARY KEY, -- the chunk's row in chunk_terms
+    id          TEXT UNIQUE NOT NULL, -- the same id as in ChromaDB
     collection  TEXT NOT NULL,
     doc_key     TEXT NOT NULL,
     ord         INTEGER NOT NULL,
-    text_hash   TEXT NOT NULL        -- hash of the embedded text: identical text, identical vector
+    text_hash   TEXT NOT NULL,       -- hash of the embedded text: identical text, identical vector
+    source_id   TEXT NOT NULL,       -- for filters
+    date_ts     REAL                 -- for filters and recency
 );
 CREATE INDEX IF NOT EXISTS chunks_by_doc ON chunks (collection, doc_key);
 CREATE INDEX IF NOT EXISTS chunks_by_text ON chunks (collection, text_hash);
@@ -42,6 +50,8 @@ CREATE TABLE IF NOT EXISTS sources (
     state       TEXT NOT NULL,       -- JSON: what the last complete run indexed (a git commit…)
     PRIMARY KEY (collection, source_id)
 );
+-- The keyword index: lexical.terms() of each chunk's embedded text, rowid = chunks.num.
+CREATE VIRTUAL TABLE IF NOT EXISTS chunk_terms USING fts5(terms, tokenize = 'porter unicode61 remove_diacritics 2');
 """
 
 
@@ -63,14 +73,33 @@ class ChunkRecord:
     id: str
     ord: int
     text_hash: str
+    terms: str  # space-separated lexical.terms() of the embedded text
+    source_id: str
+    date_ts: float | None
 
 
 class Catalog:
-    def __init__(self, path: Path):
+    def __init__(self, path: Path, writable: bool = True):
+        """Open (and for writers create) the catalog; an older schema is rebuilt by writers, refused to readers."""
         self.path = path
         self._db = sqlite3.connect(path, timeout=30)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.executescript(_SCHEMA)
+        version = self._db.execute("PRAGMA user_version").fetchone()[0]
+        if version != SCHEMA_VERSION and self._has_tables():
+            if not writable:
+                self._db.close()
+                raise FingerprintMismatch(
+                    f"the index in {path.parent} was built by another version of rag-search", hint="reindex with --full"
+                )
+            with self._db:
+                for table in TABLES:
+                    self._db.execute(f"DROP TABLE IF EXISTS {table}")
+        if writable:
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.executescript(_SCHEMA)
+            self._db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+
+    def _has_tables(self) -> bool:
+        return self._db.execute("SELECT COUNT(*) FROM sqlite_master WHERE name = 'documents'").fetchone()[0] > 0
 
     def close(self) -> None:
         self._db.close()
@@ -122,10 +151,12 @@ class Catalog:
                     (collection, record.key, record.source_id, record.file, record.size, record.mtime_ns,
                      record.content_hash, record.chunk_count, record.indexed_at, json.dumps(record.state) if record.state else None),
                 )
-                self._db.executemany(
-                    "INSERT INTO chunks VALUES (?, ?, ?, ?, ?)",
-                    [(chunk.id, collection, record.key, chunk.ord, chunk.text_hash) for chunk in chunks],
-                )
+                for chunk in chunks:
+                    num = self._db.execute(
+                        "INSERT INTO chunks (id, collection, doc_key, ord, text_hash, source_id, date_ts) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                        (chunk.id, collection, record.key, chunk.ord, chunk.text_hash, chunk.source_id, chunk.date_ts),
+                    ).lastrowid
+                    self._db.execute("INSERT INTO chunk_terms (rowid, terms) VALUES (?, ?)", (num, chunk.terms))
 
     def touch_documents(self, collection: str, stats: list[tuple[str, int, int]]) -> None:
         """Record new (key, size, mtime_ns) for files whose content did not change."""
@@ -161,6 +192,7 @@ class Catalog:
 
     def delete_collection(self, collection: str) -> None:
         with self._db:
+            self._db.execute("DELETE FROM chunk_terms WHERE rowid IN (SELECT num FROM chunks WHERE collection = ?)", (collection,))
             self._db.execute("DELETE FROM chunks WHERE collection = ?", (collection,))
             self._db.execute("DELETE FROM documents WHERE collection = ?", (collection,))
             self._db.execute("DELETE FROM sources WHERE collection = ?", (collection,))
@@ -172,6 +204,44 @@ class Catalog:
             "SELECT COALESCE(SUM(chunk_count), 0) FROM documents WHERE collection = ? AND source_id = ?", (collection, source_id)
         ).fetchone()[0]
 
+    def keyword_search(
+        self,
+        match: str,
+        collections: list[str],
+        limit: int,
+        source_ids: list[str] | None = None,
+        since: float | None = None,
+        until: float | None = None,
+    ) -> list[tuple[str, str, float]]:
+        """(chunk id, collection, BM25 score, higher is better), best first, for an FTS5 `match` expression."""
+        sql = (
+            "SELECT c.id, c.collection, -bm25(chunk_terms) FROM chunk_terms JOIN chunks c ON c.num = chunk_terms.rowid"
+            f" WHERE chunk_terms MATCH ? AND c.collection IN ({','.join('?' * len(collections))})"
+        )
+        params: list = [match, *collections]
+        if source_ids:
+            sql += f" AND c.source_id IN ({','.join('?' * len(source_ids))})"
+            params += source_ids
+        if since is not None:
+            sql += " AND c.date_ts >= ?"
+            params.append(since)
+        if until is not None:
+            sql += " AND c.date_ts <= ?"
+            params.append(until)
+        sql += " ORDER BY bm25(chunk_terms) LIMIT ?"
+        params.append(limit)
+        return [(row[0], row[1], float(row[2])) for row in self._db.execute(sql, params)]
+
+    def keyword_index_ids(self, collection: str) -> set[str]:
+        """Ids of the chunks that are in the keyword index (to check it agrees with the vectors)."""
+        rows = self._db.execute(
+            "SELECT c.id FROM chunk_terms JOIN chunks c ON c.num = chunk_terms.rowid WHERE c.collection = ?", (collection,)
+        )
+        return {row[0] for row in rows}
+
     def _delete(self, collection: str, key: str) -> None:
+        self._db.execute(
+            "DELETE FROM chunk_terms WHERE rowid IN (SELECT num FROM chunks WHERE collection = ? AND doc_key = ?)", (collection, key)
+        )
         self._db.execute("DELETE FROM chunks WHERE collection = ? AND doc_key = ?", (collection, key))
         self._db.execute("DELETE FROM documents WHERE collection = ? AND key = ?", (collection, key))

@@ -13,7 +13,7 @@ from pathlib import PurePosixPath
 
 import numpy as np
 
-from . import dates, parsing
+from . import dates, lexical, parsing
 from .catalog import ChunkRecord, DocumentRecord
 from .chunking import Chunk, Chunker
 from .embedding import ModelInfo, SentenceTransformerEmbedder, TokenCounter
@@ -139,7 +139,8 @@ class IndexWriter:
                 text_hash = _text_hash(text)
                 metadata = self._chunk_metadata(document, file_metadata, chunk, ord_)
                 rows.append((chunk_id, text, text_hash, chunk.text, metadata))
-                chunk_records.append(ChunkRecord(chunk_id, ord_, text_hash))
+                terms = " ".join(lexical.terms(text))
+                chunk_records.append(ChunkRecord(chunk_id, ord_, text_hash, terms, document.source_id, metadata.get("date_ts")))
             new_ids = {record.id for record in chunk_records}
             stale.extend(old_ids - new_ids)
             record = DocumentRecord(

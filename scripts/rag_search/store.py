@@ -48,9 +48,9 @@ def make_private_dir(path: Path) -> None:
 class Store:
     """A ChromaDB PersistentClient and a catalog over one folder."""
 
-    def __init__(self, folder: Path):
+    def __init__(self, folder: Path, writable: bool = True):
         self.folder = folder
-        self.catalog = Catalog(folder / "catalog.sqlite")
+        self.catalog = Catalog(folder / "catalog.sqlite", writable)
         self._client = None
 
     @classmethod
@@ -69,7 +69,9 @@ class Store:
         if not (folder / "catalog.sqlite").is_file():
             raise IndexNotBuilt(f"no index in {data_dir}", hint=f"run {INDEX_COMMANDS['personal']} (and {INDEX_COMMANDS['docs']} for docs)")
         try:
-            return cls(folder)
+            return cls(folder, writable=False)
+        except FingerprintMismatch:
+            raise
         except Exception as exc:
             raise StoreError(f"cannot open the index in {folder}: {exc}", hint="reindex with --full") from None
 

@@ -1,0 +1,55 @@
+"""Keyword matching: turning text into the terms the BM25 index (SQLite FTS5) stores.
+
+We tokenize here rather than in SQLite, because agents search for identifiers:
+an identifier is kept whole and also split into its parts, so `selfHeal`,
+`self heal` and `selfheal` all match (terms selfheal, self, heal);
+`kube-proxy` gives kubeproxy, kube, proxy; `--max-tokens` gives maxtokens, max,
+tokens; `v1.30.0` gives v1300, v1, 30, 0. Chinese, Japanese and Korean text has no
+spaces, so it becomes overlapping character bigrams (as Lucene's CJK analyzer
+does). FTS5's porter stemmer then folds plurals and tenses of English words.
+Common English words are dropped unless they are part of an identifier (`--all`).
+"""
+
+import re
+
+# An optional command-line dash, then a run of letters/digits, possibly joined by - _ . : /
+# into a compound (kube-proxy, v1.30.0, --max-tokens).
+_COMPOUND = re.compile(r"(--?)?([^\W_]+(?:[-_.:/][^\W_]+)*)")
+_SEPARATORS = re.compile(r"[-_.:/]")
+# camelCase and HTTPServer boundaries; digits stay with their letters (k8s, v1, http2).
+_CAMEL = re.compile(r"[A-Z]+[0-9]*(?=[A-Z][a-z])|[A-Z]?[a-z0-9]+|[A-Z0-9]+")
+_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]+")
+
+STOPWORDS = frozenset(
+    """a an and are as at be been but by can could did do does for from had has have how i if in into is it its
+    me my no not of on or our so such than that the their them then there these they this to too was we were what
+    when where which while who whom why will with would you your""".split()
+)
+
+
+def terms(text: str) -> list[str]:
+    """The index terms of `text`, in order (duplicates kept: they count for BM25)."""
+    out: list[str] = []
+    for cjk in _CJK.findall(text):
+        out.extend(cjk[i : i + 2] for i in range(max(1, len(cjk) - 1)))
+    for dash, compound in _COMPOUND.findall(_CJK.sub(" ", text)):
+        words = [part.lower() for piece in _SEPARATORS.split(compound) for part in _camel_parts(piece)]
+        if len(words) > 1:
+            out.append("".join(words))
+            out.extend(words)
+        elif dash or words[0] not in STOPWORDS:
+            out.append(words[0])
+    return out
+
+
+def _camel_parts(piece: str) -> list[str]:
+    """selfHeal -> self, Heal; only for ASCII, where case boundaries mean identifiers."""
+    return (_CAMEL.findall(piece) or [piece]) if piece.isascii() else [piece]
+
+
+def match_expression(query: str) -> str | None:
+    """An FTS5 query matching any term of `query` (BM25 ranks by how many and how rare), or None."""
+    unique = list(dict.fromkeys(terms(query)))
+    if not unique:
+        return None
+    return " OR ".join('"' + term.replace('"', '""') + '"' for term in unique)

@@ -1,0 +1,37 @@
+"""Tokenizing for keyword search: identifiers, flags, versions, non-Latin text."""
+
+import pytest
+
+from rag_search.lexical import match_expression, terms
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("selfHeal", ["selfheal", "self", "heal"]),
+        ("kube-proxy", ["kubeproxy", "kube", "proxy"]),
+        ("--max-tokens", ["maxtokens", "max", "tokens"]),
+        ("v1.30.0", ["v1300", "v1", "30", "0"]),
+        ("use_project_venv()", ["useprojectvenv", "use", "project", "venv"]),
+        ("HTTPServer getHTTP2Client", ["httpserver", "http", "server", "gethttp2client", "get", "http2", "client"]),
+        ("k8s", ["k8s"]),
+        ("The cluster is down", ["cluster", "down"]),
+        ("run it with --all", ["run", "all"]),
+        ("naïve café", ["naïve", "café"]),
+        ("Привет мир", ["привет", "мир"]),
+        ("東京都の天気", ["東京", "京都", "都の", "の天", "天気"]),
+        ("k0s 東京", ["東京", "k0s"]),
+    ],
+)
+def test_terms(text, expected):
+    assert terms(text) == expected
+
+
+def test_identifier_and_its_spellings_share_terms():
+    assert {"selfheal"} <= set(terms("set selfHeal: true")) & set(terms("self-heal")) & set(terms("selfheal"))
+
+
+def test_match_expression_quotes_unique_terms_and_ignores_stopwords_only_queries():
+    assert match_expression('what is "kube-proxy"?') == '"kubeproxy" OR "kube" OR "proxy"'
+    assert match_expression("what is it") is None
+    assert match_expression("") is None
