@@ -13,23 +13,54 @@ from rag_search.config import data_dir  # noqa: E402
 
 EPILOG = """output (JSON on stdout):
   {"query", "results": [{"rank", "score", "source", "file", "chunk", "metadata"}],
-   "searched_collections", "total_chunks_searched"}}
-  score is the cosine similarity of chunk and query, 0 to 1, higher is better.
-  No match is not an error: exit 0 with an empty "results" list."""
+   "searched_collections", "total_chunks_searched", "mode", "truncated"}
+  score: the cosine similarity of chunk and query, 0 to 1, higher is better, in every
+  mode. rank: the order of the mode: hybrid (default) fuses keyword (BM25) and meaning
+  (vector) rankings by reciprocal rank fusion, so an exact identifier can rank above a
+  chunk with a higher score. --explain adds each stage's ranks and scores.
+  No match is not an error: exit 0 with an empty "results" list.
+
+dates (--since, --until): YYYY-MM-DD, an ISO time, or 7d, 2w, 3m, 1y ago; they apply
+to the chunk's own date (front matter, record field, commit, Last-Modified, mtime)."""
 
 
-def top_k(value: str) -> int:
-    number = int(value)
-    if not 1 <= number <= 100:
-        raise argparse.ArgumentTypeError("must be between 1 and 100")
-    return number
+def number_in(low: float, high: float, kind=int):
+    def parse(value: str):
+        number = kind(value)
+        if not low <= number <= high:
+            raise argparse.ArgumentTypeError(f"must be between {low} and {high}")
+        return number
+
+    return parse
+
+
+def date_bound(value: str) -> float:
+    from rag_search.dates import parse_bound
+
+    try:
+        return parse_bound(value)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = cli.make_parser("search.py", __doc__, EPILOG)
-    parser.add_argument("query", help="what to look for, in plain words")
+    parser.add_argument("query", help="what to look for, in plain words or exact identifiers")
     parser.add_argument("--index", choices=["personal", "docs", "all"], default="all", help="which collection to search (default: all)")
-    parser.add_argument("--top-k", type=top_k, default=5, metavar="N", help="number of results, 1-100 (default: 5)")
+    parser.add_argument("--top-k", type=number_in(1, 100), default=5, metavar="N", help="number of results, 1-100 (default: 5)")
+    parser.add_argument("--mode", choices=["hybrid", "dense", "lexical"], default="hybrid", help="ranking (default: hybrid)")
+    parser.add_argument("--source", action="append", metavar="ID", help="only this source: 'personal' or a doc source id (repeatable)")
+    parser.add_argument("--since", type=date_bound, metavar="DATE", help="only chunks dated on or after DATE")
+    parser.add_argument("--until", type=date_bound, metavar="DATE", help="only chunks dated on or before DATE")
+    parser.add_argument("--min-score", type=number_in(0.0, 1.0, float), metavar="S", help="drop results whose score is below S (0-1)")
+    parser.add_argument("--per-file", type=number_in(0, 100), default=2, metavar="N",
+                        help="at most N chunks per file (default 2, 0 = no limit)")
+    parser.add_argument("--max-tokens", type=number_in(1, 10_000_000), metavar="N", help="stop adding results at about N tokens of text")
+    parser.add_argument("--metadata-only", action="store_true", help="paths, titles, scores and metadata; no chunk text")
+    parser.add_argument("--recency-half-life", type=number_in(0.01, 1e6, float), metavar="DAYS",
+                        help="rank newer personal chunks higher; age DAYS halves the boost (default: config recency_half_life_days)")
+    parser.add_argument("--rerank", action="store_true", help="reorder the top candidates with a local cross-encoder, if one is configured")
+    parser.add_argument("--explain", action="store_true", help="add each result's ranks and scores per stage")
     parser.add_argument("--format", choices=["json", "text"], default="json", help="json for agents (default), text for people")
     return parser
 
@@ -42,22 +73,45 @@ def main(argv: list[str] | None = None) -> int:
 
 def search(args: argparse.Namespace) -> int:
     from rag_search import output
-    from rag_search.embedding import SentenceTransformerEmbedder, find_model
-    from rag_search.retrieval import dense_search, open_collections
+    from rag_search.config import load_config
+    from rag_search.embedding import find_model, query_embedder
+    from rag_search.rerank import CrossEncoderReranker, find_rerank_model
+    from rag_search.retrieval import SearchOptions, open_collections
+    from rag_search.retrieval import search as run_search
     from rag_search.store import Store, fingerprint
 
+    config = load_config()
     model = find_model()
     expected = fingerprint(model)
-    store = Store.open_for_reading(data_dir(args.data_dir))
+    options = SearchOptions(
+        top_k=args.top_k,
+        mode=args.mode,
+        sources=args.source,
+        since=args.since,
+        until=args.until,
+        min_score=args.min_score,
+        per_file=args.per_file,
+        max_tokens=args.max_tokens,
+        recency_half_life_days=args.recency_half_life or config.recency_half_life_days,
+    )
+    reranker = None
+    if args.rerank:
+        path, why_not = find_rerank_model(config)
+        if path is None:
+            print(f"note: --rerank ignored: {why_not}; keeping the fused order", file=sys.stderr)
+        else:
+            reranker = CrossEncoderReranker(path)
+    folder = data_dir(args.data_dir)
+    store = Store.open_for_reading(folder)
     try:
         collections, notes = open_collections(store, args.index, expected)
         for note in notes:
             print(f"note: {note}", file=sys.stderr)
-        vector = SentenceTransformerEmbedder(model).embed([args.query])[0]
-        result = dense_search(collections, args.query, vector, args.top_k)
+        vector = query_embedder(folder, model).embed([args.query])[0]
+        result = run_search(store, collections, args.query, vector, options, reranker)
     finally:
         store.close()
-    payload = output.result_payload(result)
+    payload = output.result_payload(result, metadata_only=args.metadata_only, explain=args.explain)
     print(output.to_json(payload) if args.format == "json" else output.to_text(payload))
     return 0
 

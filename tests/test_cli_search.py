@@ -16,13 +16,15 @@ def test_output_follows_the_design_schema(example_index):
     result = search(example_index, "why is ArgoCD self-heal disabled?", "--top-k", "4")
     assert result.code == 0, result
     payload = result.json
-    assert list(payload) == ["query", "results", "searched_collections", "total_chunks_searched"]
+    assert list(payload)[:4] == ["query", "results", "searched_collections", "total_chunks_searched"]
+    assert (payload["mode"], payload["truncated"]) == ("hybrid", False)
     assert payload["query"] == "why is ArgoCD self-heal disabled?"
     assert payload["searched_collections"] == ["personal"]
     assert payload["total_chunks_searched"] > 10
     assert [r["rank"] for r in payload["results"]] == [1, 2, 3, 4]
-    scores = [r["score"] for r in payload["results"]]
-    assert scores == sorted(scores, reverse=True) and all(0 <= s <= 1 for s in scores)
+    assert all(0 <= r["score"] <= 1 for r in payload["results"])
+    dense = search(example_index, "why is ArgoCD self-heal disabled?", "--mode", "dense").json["results"]
+    assert [r["score"] for r in dense] == sorted((r["score"] for r in dense), reverse=True), "dense mode ranks by score"
     for item in payload["results"]:
         assert list(item) == ["rank", "score", "source", "file", "chunk", "metadata"]
         assert item["source"] == "personal"

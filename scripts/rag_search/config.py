@@ -25,7 +25,7 @@ LIMITS = {
     "web_timeout_seconds": DEFAULT_WEB_TIMEOUT_SECONDS,
     "web_max_page_bytes": DEFAULT_WEB_MAX_PAGE_BYTES,
 }
-KNOWN_KEYS = {"personal_roots", "ignore_patterns", *LIMITS}
+KNOWN_KEYS = {"personal_roots", "ignore_patterns", "rerank_model", "recency_half_life_days", *LIMITS}
 
 
 def expand(path: str | Path) -> Path:
@@ -48,6 +48,8 @@ class Config:
     max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
     web_timeout_seconds: float = DEFAULT_WEB_TIMEOUT_SECONDS
     web_max_page_bytes: int = DEFAULT_WEB_MAX_PAGE_BYTES
+    rerank_model: str | None = None  # a local cross-encoder folder for search.py --rerank
+    recency_half_life_days: float | None = None  # default for search.py --recency-half-life
     warnings: list[str] = field(default_factory=list)
 
 
@@ -77,12 +79,28 @@ def load_config() -> Config:
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
             raise ConfigError(f"config file {path}: {key!r} must be a list of strings")
         setattr(config, key, value)
+    rerank_model = data.get("rerank_model")
+    if rerank_model is not None and not isinstance(rerank_model, str):
+        raise ConfigError(f"config file {path}: 'rerank_model' must be a folder path")
+    config.rerank_model = rerank_model
+    half_life = data.get("recency_half_life_days")
+    if half_life is not None and (isinstance(half_life, bool) or not isinstance(half_life, (int, float)) or half_life <= 0):
+        raise ConfigError(f"config file {path}: 'recency_half_life_days' must be a positive number")
+    config.recency_half_life_days = half_life
     for key, default in LIMITS.items():
         value = data.get(key, default)
         wanted = int if key.endswith("_bytes") else (int, float)
         if isinstance(value, bool) or not isinstance(value, wanted) or value <= 0:
             raise ConfigError(f"config file {path}: {key!r} must be a positive {'integer' if wanted is int else 'number'}")
         setattr(config, key, value)
+    rerank_model = data.get("rerank_model")
+    if rerank_model is not None and not isinstance(rerank_model, str):
+        raise ConfigError(f"config file {path}: 'rerank_model' must be a folder path")
+    config.rerank_model = rerank_model
+    half_life = data.get("recency_half_life_days")
+    if half_life is not None and (isinstance(half_life, bool) or not isinstance(half_life, (int, float)) or half_life <= 0):
+        raise ConfigError(f"config file {path}: 'recency_half_life_days' must be a positive number")
+    config.recency_half_life_days = half_life
     config.warnings = [f"config file {path}: unknown key {k!r} ignored" for k in sorted(set(data) - KNOWN_KEYS)]
     return config
 

@@ -8,6 +8,7 @@ import datetime as dt
 import re
 
 _ISO_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+_RELATIVE = re.compile(r"^(\d+)\s*([dwmy])$")
 
 
 def normalize(value) -> tuple[str, float] | None:
@@ -45,6 +46,19 @@ def normalize(value) -> tuple[str, float] | None:
             moment = moment.replace(tzinfo=dt.UTC)
         return text, moment.timestamp()
     return None
+
+
+def parse_bound(text: str, now: dt.datetime | None = None) -> float:
+    """A --since/--until value as epoch seconds: an ISO date or time, or 7d, 2w, 3m, 1y ago."""
+    now = now or dt.datetime.now(dt.UTC)
+    match = _RELATIVE.match(text.strip().lower())
+    if match:
+        days = int(match.group(1)) * {"d": 1, "w": 7, "m": 30, "y": 365}[match.group(2)]
+        return (now - dt.timedelta(days=days)).timestamp()
+    parsed = normalize(text)
+    if parsed is None:
+        raise ValueError(f"not a date: {text!r} (use YYYY-MM-DD, an ISO time, or 7d, 2w, 3m, 1y)")
+    return parsed[1]
 
 
 def from_timestamp(seconds: float) -> tuple[str, float]:

@@ -130,3 +130,8 @@ class SentenceTransformerEmbedder:
             show_progress_bar=False,
         )
         return np.asarray(vectors, dtype=np.float32)
+
+
+def query_embedder(data_dir: Path, model: ModelInfo):
+    """The embedder for queries against the index in `data_dir`."""
+    return SentenceTransformerEmbedder(model)

@@ -8,23 +8,29 @@ from .retrieval import SearchResult
 HIDDEN_METADATA = {"source", "file", "date_ts", "content_hash"}
 
 
-def result_payload(result: SearchResult) -> dict:
-    """The design's schema: query, results (rank, score, source, file, chunk, metadata), searched_collections, total_chunks_searched."""
+def result_payload(result: SearchResult, metadata_only: bool = False, explain: bool = False) -> dict:
+    """The design's schema (query, results with rank, score, source, file, chunk, metadata,
+    searched_collections, total_chunks_searched), extended with mode and truncated."""
+    results = []
+    for rank, hit in enumerate(result.hits, start=1):
+        item = {
+            "rank": rank,
+            "score": round(hit.score, 4),
+            "source": hit.collection,
+            "file": hit.metadata.get("file", ""),
+            "chunk": None if metadata_only else hit.text,
+            "metadata": _public_metadata(hit.metadata),
+        }
+        if explain:
+            item["explain"] = hit.explain
+        results.append(item)
     return {
         "query": result.query,
-        "results": [
-            {
-                "rank": rank,
-                "score": round(hit.score, 4),
-                "source": hit.collection,
-                "file": hit.metadata.get("file", ""),
-                "chunk": hit.text,
-                "metadata": _public_metadata(hit.metadata),
-            }
-            for rank, hit in enumerate(result.hits, start=1)
-        ],
+        "results": results,
         "searched_collections": result.searched,
         "total_chunks_searched": result.total_chunks,
+        "mode": result.mode,
+        "truncated": result.truncated,
     }
 
 
@@ -40,11 +46,15 @@ def to_text(payload: dict) -> str:
             part for part in (item["source"], metadata.get("url") or item["file"], metadata.get("heading"), metadata.get("date")) if part
         )
         lines.append(f"{item['rank']}. [{item['score']:.3f}] {where}")
-        lines.extend("   " + line for line in item["chunk"].splitlines())
+        if "explain" in item:
+            lines.append("   (" + ", ".join(f"{key} {value}" for key, value in item["explain"].items()) + ")")
+        lines.extend("   " + line for line in (item["chunk"] or "").splitlines())
         lines.append("")
     if not payload["results"]:
         lines.append("no results")
-    lines.append(f"searched {', '.join(payload['searched_collections'])}: {payload['total_chunks_searched']} chunks")
+    lines.append(f"searched {', '.join(payload['searched_collections'])}: {payload['total_chunks_searched']} chunks, {payload['mode']}")
+    if payload["truncated"]:
+        lines.append("(more results did not fit in --max-tokens)")
     return "\n".join(lines)
 
 

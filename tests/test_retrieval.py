@@ -1,0 +1,118 @@
+"""Fusion, filters, the per-file cap and the token budget, stage by stage."""
+
+import time
+
+from rag_search import lexical
+from rag_search.catalog import Catalog, ChunkRecord, DocumentRecord
+from rag_search.retrieval import Hit, SearchOptions, _cap_per_file, _rank, _where, _within_budget
+
+
+def hit(chunk_id, file="a.md", collection="docs", score=0.5, text="x", dense=None, lexical_rank=None, bm25=None, date_ts=None):
+    explain = {}
+    if dense is not None:
+        explain["dense_rank"] = dense
+    if lexical_rank is not None:
+        explain.update(lexical_rank=lexical_rank, bm25=bm25 if bm25 is not None else 10.0 / lexical_rank)
+    metadata = {"file": file}
+    if date_ts is not None:
+        metadata["date_ts"] = date_ts
+    return Hit(chunk_id, collection, score, text, metadata, explain)
+
+
+def test_reciprocal_rank_fusion_rewards_agreement():
+    candidates = {
+        "both": hit("both", dense=2, lexical_rank=2),
+        "dense-only": hit("dense-only", dense=1),
+        "lexical-only": hit("lexical-only", lexical_rank=1),
+    }
+    order = _rank(candidates, ["dense-only", "both"], ["lexical-only", "both"], SearchOptions())
+    assert order[0] == "both"
+    assert candidates["both"].explain["rrf"] == round(2 / (SearchOptions().rrf_k + 2), 6)
+    assert set(order[1:]) == {"dense-only", "lexical-only"}
+
+
+def test_fusion_weights_and_k():
+    candidates = {"d": hit("d", dense=1), "l": hit("l", lexical_rank=1)}
+    assert _rank(candidates, ["d"], ["l"], SearchOptions(dense_weight=2.0))[0] == "d"
+    assert _rank(candidates, ["d"], ["l"], SearchOptions(lexical_weight=2.0))[0] == "l"
+
+
+def test_single_modes_keep_their_own_order():
+    candidates = {"a": hit("a", score=0.9, dense=1, lexical_rank=2, bm25=1.0), "b": hit("b", score=0.4, dense=2, lexical_rank=1, bm25=9.0)}
+    assert _rank(candidates, ["a", "b"], [], SearchOptions(mode="dense")) == ["a", "b"]
+    assert _rank(candidates, [], ["b", "a"], SearchOptions(mode="lexical")) == ["b", "a"]
+
+
+def test_recency_favours_newer_personal_chunks_only():
+    now = time.time()
+    candidates = {
+        "old": hit("old", collection="personal", dense=1, date_ts=now - 400 * 86400),
+        "new": hit("new", collection="personal", dense=2, date_ts=now - 1 * 86400),
+        "doc": hit("doc", collection="docs", dense=3, date_ts=now - 900 * 86400),
+    }
+    options = SearchOptions(recency_half_life_days=30)
+    order = _rank(candidates, ["old", "new", "doc"], [], options)
+    assert order.index("new") < order.index("old")
+    assert "recency" not in candidates["doc"].explain
+    assert _rank(candidates, ["old", "new", "doc"], [], SearchOptions())[:2] == ["old", "new"]
+
+
+def test_per_file_cap():
+    hits = [hit("1", "a.md"), hit("2", "a.md"), hit("3", "a.md"), hit("4", "b.md"), hit("5", "a.md", collection="personal")]
+    assert [h.id for h in _cap_per_file(hits, 2)] == ["1", "2", "4", "5"]
+    assert [h.id for h in _cap_per_file(hits, 1)] == ["1", "4", "5"]
+    assert len(_cap_per_file(hits, 0)) == 5
+
+
+def test_token_budget_keeps_leading_results_that_fit():
+    hits = [hit("1", text="a" * 400), hit("2", text="b" * 400), hit("3", text="c" * 40)]
+    kept, truncated = _within_budget(hits, 205)  # 100 + 100 tokens fit, the next 10 do not
+    assert [h.id for h in kept] == ["1", "2"] and truncated
+    kept, truncated = _within_budget(hits, 10_000)
+    assert len(kept) == 3 and not truncated
+
+
+def test_a_first_result_larger_than_the_budget_is_cut_to_fit():
+    kept, truncated = _within_budget([hit("1", text="z" * 4000), hit("2")], 100)
+    assert [h.id for h in kept] == ["1"] and len(kept[0].text) == 400 and truncated
+    assert kept[0].explain["cut_to_budget"] is True
+
+
+def test_metadata_filter_for_chroma():
+    assert _where(SearchOptions()) is None
+    assert _where(SearchOptions(sources=["k0s"])) == {"source_id": {"$in": ["k0s"]}}
+    assert _where(SearchOptions(sources=["k0s"], since=10.0, until=20.0)) == {
+        "$and": [{"source_id": {"$in": ["k0s"]}}, {"date_ts": {"$gte": 10.0}}, {"date_ts": {"$lte": 20.0}}]
+    }
+
+
+def add(catalog, collection, key, source_id, texts, date_ts=None):
+    record = DocumentRecord(key, source_id, key, None, None, "hash", len(texts), "now")
+    chunks = [
+        ChunkRecord(f"{key}:{i}", i, f"h{key}{i}", " ".join(lexical.terms(text)), source_id, date_ts) for i, text in enumerate(texts)
+    ]
+    catalog.replace_documents(collection, [(record, chunks)])
+
+
+def test_keyword_search_ranks_filters_and_follows_changes(tmp_path):
+    catalog = Catalog(tmp_path / "catalog.sqlite")
+    add(catalog, "docs", "argo", "argocd", ["Set selfHeal: true to revert drift", "Prune deletes resources"], date_ts=100.0)
+    add(catalog, "docs", "k0s", "k0s", ["kube-proxy runs on every node"], date_ts=200.0)
+    add(catalog, "personal", "note", "personal", ["we turned self-heal off"], date_ts=300.0)
+
+    def search(query, collections=("docs", "personal"), **filters):
+        return [row[0] for row in catalog.keyword_search(lexical.match_expression(query), list(collections), 10, **filters)]
+
+    assert set(search("selfHeal")) == {"argo:0", "note:0"}
+    assert search("kube proxy") == ["k0s:0"]
+    assert search("kubeproxy") == ["k0s:0"]
+    assert search("selfHeal", collections=["personal"]) == ["note:0"]
+    assert search("self heal", source_ids=["argocd"]) == ["argo:0"]
+    assert search("self heal", since=250.0) == ["note:0"]
+    assert search("self heal", until=150.0) == ["argo:0"]
+
+    add(catalog, "docs", "argo", "argocd", ["Prune deletes resources"])  # a new version drops the selfHeal chunk
+    assert search("selfHeal") == ["note:0"]
+    catalog.delete_documents("personal", ["note"])
+    assert search("selfHeal") == []
+    assert catalog.keyword_index_ids("docs") == {"argo:0", "k0s:0"}
