@@ -20,6 +20,9 @@ $(VENV)/.installed: requirements.txt requirements-dev.txt
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet torch==$(TORCH_VERSION) $(TORCH_PIP_ARGS)
 	$(PY) -m pip install --quiet -r requirements.txt -r requirements-dev.txt
+	@# The ONNX export of the model, made once here; index runs copy it next to their index.
+	$(PY) -c "import sys; sys.path.insert(0, 'scripts'); \
+	from rag_search.embedding import find_model; from rag_search.onnx_export import prepare_cache; prepare_cache(find_model())"
 	touch $@
 
 # Index the bundled example corpus into a throwaway data dir, then search it.

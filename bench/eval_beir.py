@@ -29,7 +29,7 @@ from pathlib import Path
 PROJECT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(PROJECT / "scripts"))
 
-from rag_search.embedding import find_model  # noqa: E402
+from rag_search.embedding import find_model, query_embedder  # noqa: E402
 from rag_search.indexer import IndexWriter, Pipeline, SourceDocument  # noqa: E402
 from rag_search.retrieval import MODES, SearchOptions, open_collections, search  # noqa: E402
 from rag_search.store import Store, fingerprint  # noqa: E402
@@ -125,19 +125,21 @@ def main() -> int:
     args = parser.parse_args()
 
     model = find_model()
-    pipeline = Pipeline(model)
     with tempfile.TemporaryDirectory(prefix="rag-eval-") as temp:
         data_dir = args.index_dir or Path(temp)
+        Store.open_for_writing(data_dir).close()
+        pipeline = Pipeline(model, data_dir)
         indexing = build_index(data_dir, args.data / "corpus.jsonl", pipeline)
         qrels = read_qrels(args.data / "qrels" / f"{args.split}.tsv")
         queries = [(q["_id"], q["text"]) for q in read_jsonl(args.data / "queries.jsonl") if q["_id"] in qrels]
 
         embed_ms = []
         vectors = {}
-        pipeline.embedder.embed(["warm up"])
+        embedder = query_embedder(data_dir, model)
+        embedder.embed(["warm up"])
         for query_id, text in queries:
             started = time.perf_counter()
-            vectors[query_id] = pipeline.embedder.embed([text])[0]
+            vectors[query_id] = embedder.embed([text])[0]
             embed_ms.append((time.perf_counter() - started) * 1000)
 
         store = Store.open_for_reading(data_dir)

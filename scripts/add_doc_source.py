@@ -123,9 +123,10 @@ def index_one(args: argparse.Namespace, registry_file, source: dict) -> dict:
     from rag_search.sources.docs import index_sources
     from rag_search.store import Store
 
+    model = find_model()
     folder = data_dir(args.data_dir)
-    pipeline = Pipeline(find_model())
     store = Store.open_for_writing(folder)
+    pipeline = Pipeline(model, folder)
     try:
         return index_sources(store, pipeline, [source], folder, load_config(), registry_file, quiet=args.quiet)[0]
     finally:

