@@ -1,0 +1,176 @@
+#!/usr/bin/env python3
+"""Speed and memory, measured side by side in one run (not part of the test suite).
+
+Builds a personal corpus of 5,000 markdown files from SciFact abstracts (two
+per file, each file titled on its own, so every chunk is new: about 20,000
+chunks), indexes it with index_personal.py in a fresh process, then measures:
+
+  - indexing: chunks/s and peak RSS;
+  - refresh with nothing changed, and after one file changed (fresh processes);
+  - cold search.py: wall time p50/p95 over fresh processes, and peak RSS;
+  - the naive reference (bench/naive_search.py: sentence-transformers and
+    ChromaDB loaded in one fresh process per query), the same way, and the ratio;
+  - in-process query latency (embedding + hybrid retrieval).
+
+    .venv/bin/python bench/bench_speed.py [--work DIR] [--runs 15] [--json FILE]
+
+--work keeps the corpus and index for the next run (indexing is then skipped).
+"""
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+PROJECT = Path(__file__).resolve().parents[1]
+SCRIPTS = PROJECT / "scripts"
+sys.path.insert(0, str(SCRIPTS))
+
+from rag_search.embedding import find_model, query_embedder  # noqa: E402
+from rag_search.retrieval import SearchOptions, open_collections, search  # noqa: E402
+from rag_search.store import Store, fingerprint  # noqa: E402
+
+SCIFACT = PROJECT.parent / "shared" / "bench" / "scifact"
+FILES = 5000
+ABSTRACTS_PER_FILE = 2
+QUERIES = [
+    "does vitamin D supplementation reduce fracture risk in older adults",
+    "BRCA1 mutations and breast cancer susceptibility",
+    "how do macrophages respond to bacterial infection",
+    "effect of statins on cardiovascular mortality",
+    "insulin resistance in type 2 diabetes",
+    "CRISPR gene editing off-target effects",
+    "gut microbiome and obesity",
+    "antibiotic resistance in hospital-acquired infections",
+]
+
+
+def timed_runs(command: list[str], env: dict, count: int) -> dict:
+    """Wall time p50/p95 and the peak RSS of `count` fresh processes (each measured on its own)."""
+    times, peaks = [], []
+    for _ in range(count):
+        started = time.monotonic()
+        process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        stderr = process.stderr.read()  # read before waiting: a full pipe would block the child
+        _, status, usage = os.wait4(process.pid, 0)
+        times.append(time.monotonic() - started)
+        peaks.append(usage.ru_maxrss / 1024)
+        process.stderr.close()
+        if status != 0:
+            sys.exit(f"{' '.join(command[:3])} failed: {stderr.decode()[-2000:]}")
+    times.sort()
+    return {"runs": count, "p50_s": round(statistics.median(times), 3), "p95_s": round(times[int(0.95 * (count - 1))], 3),
+            "peak_rss_mb": round(max(peaks))}
+
+
+def child_peak(command: list[str], env: dict) -> tuple[float, float, str]:
+    """(wall seconds, peak RSS MB, stdout) of one fresh process."""
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        started = time.monotonic()
+        process = subprocess.Popen(command, env=env, stdout=out, stderr=err, text=True)
+        _, status, usage = os.wait4(process.pid, 0)
+        seconds = time.monotonic() - started
+        out.seek(0)
+        err.seek(0)
+        if status != 0:
+            sys.exit(f"{' '.join(command[:3])} failed:\n{err.read()[-2000:]}")
+        return seconds, usage.ru_maxrss / 1024, out.read()
+
+
+def build_corpus(root: Path) -> None:
+    abstracts = [json.loads(line) for line in (SCIFACT / "corpus.jsonl").read_text().splitlines() if line.strip()]
+    for number in range(FILES):
+        parts = [f"# Reading notes {number}\n"]
+        for offset in range(ABSTRACTS_PER_FILE):
+            doc = abstracts[(number * ABSTRACTS_PER_FILE + offset) % len(abstracts)]
+            parts.append(f"## {doc['title']}\n\n{doc['text']}\n")
+        folder = root / f"topic-{number % 50:02d}"
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / f"note-{number:04d}.md").write_text("\n".join(parts))
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--work", type=Path, help="keep corpus and index here, and reuse them")
+    parser.add_argument("--runs", type=int, default=15, help="fresh processes per cold measurement (default 15)")
+    parser.add_argument("--json", type=Path, help="also write the results to this file")
+    args = parser.parse_args()
+
+    temp = None
+    if args.work is None:
+        temp = tempfile.mkdtemp(prefix="rag-bench-speed-")
+    work = args.work or Path(temp)
+    corpus, data = work / "corpus", work / "data"
+    env = {**os.environ, "HOME": str(work), "RAG_SEARCH_HOME": str(data)}
+    python = sys.executable
+    report: dict = {"files": FILES}
+    try:
+        if not (data / "index").exists():
+            shutil.rmtree(corpus, ignore_errors=True)
+            build_corpus(corpus)
+            seconds, peak, output = child_peak([python, str(SCRIPTS / "index_personal.py"), "--quiet", str(corpus)], env)
+            summary = json.loads(output)
+            report["indexing"] = {"chunks": summary["chunks"], "seconds": round(seconds, 1),
+                                  "chunks_per_second": round(summary["chunks"] / seconds, 1), "peak_rss_mb": round(peak)}
+        seconds, _, output = child_peak([python, str(SCRIPTS / "index_personal.py"), "--quiet", str(corpus)], env)
+        report["refresh_nothing_changed_s"] = round(seconds, 2)
+        note = corpus / "topic-07" / "note-1207.md"
+        note.write_text(note.read_text() + f"\n## Added at {time.time()}\n\nOne more paragraph about the results.\n")
+        seconds, _, output = child_peak([python, str(SCRIPTS / "index_personal.py"), "--quiet", str(corpus)], env)
+        changed = json.loads(output)
+        report["refresh_one_file_changed_s"] = round(seconds, 2)
+        report["one_file_changed_embedded"] = changed["embedded"]
+        report["chunks"] = changed["chunks"]
+
+        store = Store.open_for_reading(data)
+        chroma_folder = str(store.chroma_path)
+        store.close()
+        report["cold_search"] = timed_runs([python, str(SCRIPTS / "search.py"), QUERIES[0]], env, args.runs)
+        report["cold_naive"] = timed_runs([python, str(PROJECT / "bench" / "naive_search.py"), chroma_folder, "personal", QUERIES[0]],
+                                          env, max(5, args.runs // 3))
+        report["speedup_p50"] = round(report["cold_naive"]["p50_s"] / report["cold_search"]["p50_s"], 1)
+
+        model = find_model()
+        store = Store.open_for_reading(data)
+        collections, _ = open_collections(store, "personal", fingerprint(model))
+        embedder = query_embedder(data, model)
+        latencies = []
+        for query in QUERIES * 5:
+            started = time.perf_counter()
+            search(store, collections, query, embedder.embed([query])[0], SearchOptions())
+            latencies.append((time.perf_counter() - started) * 1000)
+        store.close()
+        latencies = sorted(latencies[len(QUERIES):])  # the first round warms caches
+        report["in_process_query_ms"] = {"p50": round(statistics.median(latencies), 1),
+                                         "p95": round(latencies[int(0.95 * (len(latencies) - 1))], 1)}
+    finally:
+        if temp:
+            shutil.rmtree(temp, ignore_errors=True)
+
+    print(f"corpus: {FILES} files, {report['chunks']} chunks")
+    if "indexing" in report:
+        i = report["indexing"]
+        print(f"indexing: {i['seconds']} s, {i['chunks_per_second']} chunks/s, peak RSS {i['peak_rss_mb']} MB")
+    print(f"refresh, nothing changed: {report['refresh_nothing_changed_s']} s; one file changed: "
+          f"{report['refresh_one_file_changed_s']} s ({report['one_file_changed_embedded']} chunks embedded)")
+    print(f"{'cold process':28} {'p50 s':>7} {'p95 s':>7} {'peak RSS MB':>12} {'runs':>5}")
+    for name, key in (("search.py", "cold_search"), ("naive sentence-transformers", "cold_naive")):
+        row = report[key]
+        print(f"{name:28} {row['p50_s']:7.3f} {row['p95_s']:7.3f} {row['peak_rss_mb']:12} {row['runs']:5}")
+    print(f"search.py is {report['speedup_p50']}x faster at p50")
+    print(f"in-process query (embedding + hybrid retrieval): p50 {report['in_process_query_ms']['p50']} ms, "
+          f"p95 {report['in_process_query_ms']['p95']} ms")
+    print(json.dumps(report))
+    if args.json:
+        args.json.write_text(json.dumps(report, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
