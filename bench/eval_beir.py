@@ -32,7 +32,7 @@ sys.path.insert(0, str(PROJECT / "scripts"))
 from rag_search.embedding import find_model, query_embedder  # noqa: E402
 from rag_search.indexer import IndexWriter, Pipeline, SourceDocument  # noqa: E402
 from rag_search.retrieval import MODES, SearchOptions, open_collections, search  # noqa: E402
-from rag_search.store import Store, fingerprint  # noqa: E402
+from rag_search.store import Store, fingerprint, make_private_dir  # noqa: E402
 
 DEFAULT_DATA = PROJECT.parent / "shared" / "bench" / "scifact"
 COLLECTION = "docs"
@@ -79,6 +79,7 @@ def build_index(data_dir: Path, corpus_file: Path, pipeline: Pipeline) -> dict:
         "seconds": round(time.monotonic() - started, 1),
     }
     indexing["chunks_per_second"] = round(indexing["chunks"] / indexing["seconds"], 1)
+    store.commit()
     store.close()
     marker.write_text(json.dumps({"stamp": stamp, "indexing": indexing}))
     return indexing
@@ -127,7 +128,7 @@ def main() -> int:
     model = find_model()
     with tempfile.TemporaryDirectory(prefix="rag-eval-") as temp:
         data_dir = args.index_dir or Path(temp)
-        Store.open_for_writing(data_dir).close()
+        make_private_dir(data_dir)
         pipeline = Pipeline(model, data_dir)
         indexing = build_index(data_dir, args.data / "corpus.jsonl", pipeline)
         qrels = read_qrels(args.data / "qrels" / f"{args.split}.tsv")

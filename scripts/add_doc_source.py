@@ -57,6 +57,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--index", action="store_true", help="index the source right after registering it")
     parser.add_argument("--quiet", action="store_true", help="no progress output while indexing")
     parser.add_argument("--sources", metavar="PATH", help="the registry file (default: see below)")
+    cli.add_wait_argument(parser)
     return parser
 
 
@@ -120,17 +121,20 @@ def index_one(args: argparse.Namespace, registry_file, source: dict) -> dict:
     from rag_search.config import load_config
     from rag_search.embedding import find_model
     from rag_search.indexer import Pipeline
-    from rag_search.sources.docs import index_sources
+    from rag_search.sources.docs import index_sources, record_completions
     from rag_search.store import Store
 
     model = find_model()
     folder = data_dir(args.data_dir)
-    store = Store.open_for_writing(folder)
-    pipeline = Pipeline(model, folder)
+    store = Store.open_for_writing(folder, args.wait)
     try:
-        return index_sources(store, pipeline, [source], folder, load_config(), registry_file, quiet=args.quiet)[0]
+        pipeline = Pipeline(model, folder)
+        summaries = index_sources(store, pipeline, [source], folder, load_config(), quiet=args.quiet)
+        store.commit()
     finally:
         store.close()
+    record_completions(registry_file, summaries)
+    return summaries[0]
 
 
 def list_sources(args: argparse.Namespace, registry_file) -> int:
@@ -171,18 +175,17 @@ def remove(args: argparse.Namespace, registry_file) -> int:
     reg = registry.load(registry_file)
     folder = data_dir(args.data_dir)
     chunks_removed = 0
-    try:
-        store = Store.open_for_reading(folder)
-    except IndexNotBuilt:
-        store = None
-    known_in_index = store is not None and source_id in store.catalog.source_ids(COLLECTION)
-    if reg.get(source_id) is None and not known_in_index:
-        raise ConfigError(f"no source with id {source_id!r} in {registry_file} or in the index", hint="see add_doc_source.py --list")
-    if store is not None:
+    known_in_index = False
+    if (folder / "CURRENT").exists():
+        store = Store.open_for_writing(folder, args.wait)
         try:
+            known_in_index = source_id in store.catalog.source_ids(COLLECTION)
             chunks_removed = remove_source(store, COLLECTION, source_id)
+            store.commit()
         finally:
             store.close()
+    if reg.get(source_id) is None and not known_in_index:
+        raise ConfigError(f"no source with id {source_id!r} in {registry_file} or in the index", hint="see add_doc_source.py --list")
     shutil.rmtree(cache_dir(folder, source_id), ignore_errors=True)
 
     def change(current: registry.Registry) -> None:

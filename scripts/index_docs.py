@@ -37,6 +37,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--full", action="store_true", help="ignore saved state (commits, ETags, mtimes) and index every document again")
     parser.add_argument("--quiet", action="store_true", help="no progress output; warnings and errors still go to stderr")
     parser.add_argument("--sources", metavar="PATH", help="the registry file (default: see below)")
+    cli.add_wait_argument(parser)
     return parser
 
 
@@ -50,7 +51,7 @@ def index(args: argparse.Namespace) -> int:
     from rag_search import registry
     from rag_search.embedding import find_model
     from rag_search.indexer import IndexWriter, Pipeline
-    from rag_search.sources.docs import COLLECTION, index_sources, prune_sources
+    from rag_search.sources.docs import COLLECTION, index_sources, prune_sources, record_completions
     from rag_search.store import Store
 
     started = time.monotonic()
@@ -73,15 +74,17 @@ def index(args: argparse.Namespace) -> int:
 
     model = find_model()
     folder = data_dir(args.data_dir)
-    store = Store.open_for_writing(folder)
-    pipeline = Pipeline(model, folder)
+    store = Store.open_for_writing(folder, args.wait)
     try:
+        pipeline = Pipeline(model, folder)
         with IndexWriter(store, COLLECTION, pipeline):
             pass  # the collection exists (and has the right fingerprint) even with no sources
-        summaries = index_sources(store, pipeline, selected, folder, config, registry_file, full=args.full, quiet=args.quiet)
+        summaries = index_sources(store, pipeline, selected, folder, config, full=args.full, quiet=args.quiet)
         removed = prune_sources(store, folder, {source["id"] for source in reg.sources}) if args.all else []
+        store.commit()
     finally:
         store.close()
+    record_completions(registry_file, summaries)
     failed = [summary["id"] for summary in summaries if summary["status"] != "ok"]
     cli.emit_json({
         "registry": str(registry_file),

@@ -31,6 +31,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("roots", nargs="*", metavar="ROOT", help="folders to index (default: see below)")
     parser.add_argument("--full", action="store_true", help="rebuild the personal collection from scratch")
     parser.add_argument("--quiet", action="store_true", help="no progress output; warnings and errors still go to stderr")
+    cli.add_wait_argument(parser)
     return parser
 
 
@@ -54,10 +55,11 @@ def index(args: argparse.Namespace) -> int:
     log.info("using roots from %s: %s", origin, ", ".join(str(root) for root in roots))
     model = find_model()
     folder = data_dir(args.data_dir)
-    store = Store.open_for_writing(folder)
-    pipeline = Pipeline(model, folder)
+    store = Store.open_for_writing(folder, args.wait)
     try:
+        pipeline = Pipeline(model, folder)
         summary = index_personal(store, pipeline, roots, config, full=args.full, quiet=args.quiet)
+        summary["published"] = store.commit()
     finally:
         store.close()
     cli.emit_json({**summary, "roots_from": origin})

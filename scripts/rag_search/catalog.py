@@ -94,9 +94,11 @@ class Catalog:
                 for table in TABLES:
                     self._db.execute(f"DROP TABLE IF EXISTS {table}")
         if writable:
-            self._db.execute("PRAGMA journal_mode=WAL")
+            # A rollback journal, not WAL: a published generation must read without creating files.
+            self._db.execute("PRAGMA journal_mode=DELETE")
             self._db.executescript(_SCHEMA)
             self._db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        self.changed = False  # whether this run wrote anything: no change, no new generation
 
     def _has_tables(self) -> bool:
         return self._db.execute("SELECT COUNT(*) FROM sqlite_master WHERE name = 'documents'").fetchone()[0] > 0
@@ -143,6 +145,7 @@ class Catalog:
 
     def replace_documents(self, collection: str, items: list[tuple[DocumentRecord, list[ChunkRecord]]]) -> None:
         """Write documents with their chunks, replacing earlier versions, in one transaction."""
+        self.changed = True
         with self._db:
             for record, chunks in items:
                 self._delete(collection, record.key)
@@ -160,6 +163,9 @@ class Catalog:
 
     def touch_documents(self, collection: str, stats: list[tuple[str, int, int]]) -> None:
         """Record new (key, size, mtime_ns) for files whose content did not change."""
+        if not stats:
+            return
+        self.changed = True
         with self._db:
             self._db.executemany(
                 "UPDATE documents SET size = ?, mtime_ns = ? WHERE collection = ? AND key = ?",
@@ -167,12 +173,16 @@ class Catalog:
             )
 
     def delete_documents(self, collection: str, keys: list[str]) -> None:
+        if not keys:
+            return
+        self.changed = True
         with self._db:
             for key in keys:
                 self._delete(collection, key)
 
     def set_document_state(self, collection: str, key: str, state: dict | None) -> None:
         """New source state (a page's ETag) for a document whose content did not change."""
+        self.changed = True
         with self._db:
             self._db.execute(
                 "UPDATE documents SET state = ? WHERE collection = ? AND key = ?",
@@ -184,6 +194,9 @@ class Catalog:
         return json.loads(row[0]) if row else None
 
     def set_source_state(self, collection: str, source_id: str, state: dict | None) -> None:
+        if state == self.source_state(collection, source_id):
+            return
+        self.changed = True
         with self._db:
             if state is None:
                 self._db.execute("DELETE FROM sources WHERE collection = ? AND source_id = ?", (collection, source_id))
@@ -191,6 +204,7 @@ class Catalog:
                 self._db.execute("INSERT OR REPLACE INTO sources VALUES (?, ?, ?)", (collection, source_id, json.dumps(state)))
 
     def delete_collection(self, collection: str) -> None:
+        self.changed = True
         with self._db:
             self._db.execute("DELETE FROM chunk_terms WHERE rowid IN (SELECT num FROM chunks WHERE collection = ?)", (collection,))
             self._db.execute("DELETE FROM chunks WHERE collection = ?", (collection,))

@@ -16,7 +16,7 @@ import warnings
 from pathlib import Path
 
 from .config import SKILL_DIR
-from .errors import EXIT_CODES_HELP, EXIT_FAILURE, RagSearchError
+from .errors import EXIT_CODES_HELP, EXIT_FAILURE, EXIT_STORE, RagSearchError, is_disk_full
 
 VENV_DIR = SKILL_DIR / ".venv"
 
@@ -42,6 +42,14 @@ def make_parser(prog: str, description: str, epilog: str) -> argparse.ArgumentPa
     )
     parser.add_argument("--data-dir", help="store folder (default: $RAG_SEARCH_HOME or ~/.claude/data/rag-search)")
     return parser
+
+
+def add_wait_argument(parser: argparse.ArgumentParser) -> None:
+    """--wait for scripts that write the index: one index run writes at a time."""
+    parser.add_argument(
+        "--wait", type=float, default=30.0, metavar="SECONDS",
+        help="how long to wait for another index run to finish before giving up with exit 8 (default 30)",
+    )
 
 
 class _Formatter(logging.Formatter):
@@ -83,6 +91,12 @@ def run(action, json_errors: bool = True) -> int:
         sys.stderr.close()  # the reader went away; nothing left to report to
         return EXIT_FAILURE
     except Exception as exc:
+        if is_disk_full(exc):
+            message, hint = f"the disk is full: {exc}; the previous index still serves", "free disk space and rerun"
+            print(f"error: {message} (hint: {hint})", file=sys.stderr)
+            if json_errors:
+                emit_json({"error": {"code": EXIT_STORE, "type": "DiskFull", "message": message, "hint": hint}})
+            return EXIT_STORE
         traceback.print_exc()
         print(f"error: unexpected {type(exc).__name__}: {exc} (hint: this is a bug; please report the traceback above)", file=sys.stderr)
         if json_errors:

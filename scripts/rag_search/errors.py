@@ -71,3 +71,13 @@ class SourceFailed(RagSearchError):
     """One doc source could not be refreshed; the others still are."""
 
     exit_code = EXIT_PARTIAL
+
+
+def is_disk_full(exc: BaseException) -> bool:
+    """ENOSPC, however the library that met it reports it (OSError, sqlite3, ChromaDB)."""
+    import errno
+
+    if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return True
+    text = str(exc).lower()
+    return "no space left" in text or "disk is full" in text or "database or disk is full" in text

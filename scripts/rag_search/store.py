@@ -11,6 +11,7 @@ import os
 import tempfile
 from pathlib import Path
 
+from . import generations
 from .catalog import SCHEMA_VERSION, Catalog
 from .chunking import chunking_settings
 from .embedding import ModelInfo
@@ -46,34 +47,75 @@ def make_private_dir(path: Path) -> None:
 
 
 class Store:
-    """A ChromaDB PersistentClient and a catalog over one folder."""
+    """A ChromaDB PersistentClient and a catalog over one generation folder (see generations.py)."""
 
     def __init__(self, folder: Path, writable: bool = True):
         self.folder = folder
         self.catalog = Catalog(folder / "catalog.sqlite", writable)
         self._client = None
+        self._session: generations.WriteSession | None = None
+        self._read_lock: int | None = None
 
     @classmethod
-    def open_for_writing(cls, data_dir: Path) -> "Store":
-        folder = data_dir / "index"
+    def open_for_writing(cls, data_dir: Path, wait_seconds: float = generations.DEFAULT_WAIT_SECONDS) -> "Store":
+        """A writable copy of the current index; nothing is visible to searches until commit()."""
         make_private_dir(data_dir)
-        make_private_dir(folder)
         try:
-            return cls(folder)
+            session = generations.WriteSession(data_dir, wait_seconds)
+        except OSError as exc:  # disk full while copying, permissions…
+            raise StoreError(f"cannot prepare the next index in {data_dir}: {exc.strerror or exc}", hint="free disk space") from None
+        try:
+            store = cls(session.folder)
         except Exception as exc:  # sqlite3 and OS errors alike
-            raise StoreError(f"cannot open the index in {folder}: {exc}", hint="check the folder, or delete it and reindex") from None
+            session.discard()
+            raise StoreError(f"cannot open the index in {data_dir}: {exc}", hint="reindex with --full") from None
+        store._session = session
+        return store
 
     @classmethod
     def open_for_reading(cls, data_dir: Path) -> "Store":
-        folder = data_dir / "index"
-        if not (folder / "catalog.sqlite").is_file():
-            raise IndexNotBuilt(f"no index in {data_dir}", hint=f"run {INDEX_COMMANDS['personal']} (and {INDEX_COMMANDS['docs']} for docs)")
+        """The published index, locked against deletion until close()."""
+        folder, lock = generations.open_for_reading(data_dir)
         try:
-            return cls(folder, writable=False)
+            store = cls(folder, writable=False)
         except FingerprintMismatch:
+            os.close(lock)
             raise
         except Exception as exc:
-            raise StoreError(f"cannot open the index in {folder}: {exc}", hint="reindex with --full") from None
+            os.close(lock)
+            raise StoreError(f"cannot open the index in {folder}: {exc}", hint=f"reindex: {INDEX_COMMANDS['personal']} --full") from None
+        store._read_lock = lock
+        return store
+
+    def commit(self) -> bool:
+        """Verify the work generation and publish it, if this run changed anything; True if published."""
+        if self._session is None:
+            raise RuntimeError("commit() needs a store opened for writing")
+        if not self.catalog.changed:
+            return False
+        self._release_handles()
+        verify(self.folder)
+        try:
+            self._session.publish()
+        except OSError as exc:
+            raise StoreError(f"cannot publish the new index: {exc.strerror or exc}", hint="free disk space and rerun") from None
+        return True
+
+    def close(self) -> None:
+        """Release everything; an uncommitted work generation is discarded."""
+        self._release_handles()
+        if self._session is not None:
+            self._session.discard()
+            self._session = None
+        if self._read_lock is not None:
+            os.close(self._read_lock)
+            self._read_lock = None
+
+    def _release_handles(self) -> None:
+        if self._client is not None:
+            self._client.close()
+            self._client = None
+        self.catalog.close()
 
     @property
     def chroma_path(self) -> Path:
@@ -126,10 +168,6 @@ class Store:
             )
         return collection
 
-    def close(self) -> None:
-        self.catalog.close()
-
-
 def stored_fingerprint(collection) -> dict | None:
     raw = (collection.metadata or {}).get(FINGERPRINT_KEY)
     try:
@@ -145,3 +183,30 @@ def _describe(value: dict | None) -> str:
         f"model {value.get('model')} ({value.get('model_id')}, {value.get('dimension')} dims), "
         f"chunking {value.get('chunking')}, schema {value.get('schema')}"
     )
+
+
+def verify(folder: Path) -> None:
+    """Reopen a generation from disk and check vectors, catalog and keyword index agree.
+
+    Runs in the index run's process: if the new store crashes on open, the run
+    dies and the previous generation keeps serving.
+    """
+    store = Store(folder, writable=False)
+    try:
+        for collection in store.client.list_collections():
+            name = collection.name
+            vectors, chunks = collection.count(), store.catalog.chunk_count(name)
+            keywords = len(store.catalog.keyword_index_ids(name))
+            if not vectors == chunks == keywords:
+                raise StoreError(
+                    f"the new {name} index is inconsistent ({vectors} vectors, {chunks} chunks, {keywords} keyword rows); "
+                    "the previous index still serves",
+                    hint=f"rerun with --full: {INDEX_COMMANDS[name]} --full",
+                )
+            if vectors:
+                sample = collection.get(limit=1, include=["embeddings"])
+                if not collection.query(query_embeddings=sample["embeddings"], n_results=1)["ids"][0]:
+                    raise StoreError(f"the new {name} index does not answer queries; the previous index still serves",
+                                     hint=f"rerun with --full: {INDEX_COMMANDS[name]} --full")
+    finally:
+        store._release_handles()

@@ -36,15 +36,14 @@ def index_sources(
     sources: list[dict],
     data_dir: Path,
     config: Config,
-    registry_file: Path,
     full: bool = False,
     quiet: bool = False,
 ) -> list[dict]:
     """Refresh each source in turn; returns one summary per source."""
-    return [_index_one(store, pipeline, source, data_dir, config, registry_file, full, quiet) for source in sources]
+    return [_index_one(store, pipeline, source, data_dir, config, full, quiet) for source in sources]
 
 
-def _index_one(store, pipeline, source, data_dir, config, registry_file, full, quiet) -> dict:
+def _index_one(store, pipeline, source, data_dir, config, full, quiet) -> dict:
     source_id = source["id"]
     started = time.monotonic()
     summary: dict = {"id": source_id, "type": source["type"]}
@@ -62,7 +61,6 @@ def _index_one(store, pipeline, source, data_dir, config, registry_file, full, q
         summary.update(status=status, **details)
         if status == "ok":
             store.catalog.set_source_state(COLLECTION, source_id, state)
-            _record_completion(registry_file, source_id, state.get("commit"))
         summary.update(embedded=writer.stats.embedded, chunks_added=writer.stats.chunks_added, chunks_removed=writer.stats.chunks_removed)
     except SourceFailed as exc:
         log.error("%s failed: %s", source_id, exc.message)
@@ -75,20 +73,28 @@ def _index_one(store, pipeline, source, data_dir, config, registry_file, full, q
     return summary
 
 
-def _record_completion(registry_file: Path, source_id: str, commit: str | None) -> None:
-    """Write last_indexed (and last_commit) into the registry; a failure here is only a warning."""
+def record_completions(registry_file: Path, summaries: list[dict]) -> None:
+    """Write last_indexed (and last_commit) of the sources that completed into the registry.
+
+    Call it after the store is committed: a source has completed when searches can see it.
+    A failure here is only a warning.
+    """
+    completed = {summary["id"]: summary.get("commit") for summary in summaries if summary["status"] == "ok"}
+    if not completed:
+        return
 
     def change(reg: registry.Registry) -> None:
-        entry = reg.get(source_id)
-        if entry is not None:
-            entry["last_indexed"] = dates.now_iso()
-            if commit:
-                entry["last_commit"] = commit
+        for source_id, commit in completed.items():
+            entry = reg.get(source_id)
+            if entry is not None:
+                entry["last_indexed"] = dates.now_iso()
+                if commit:
+                    entry["last_commit"] = commit
 
     try:
         registry.update(registry_file, change)
     except ConfigError as exc:
-        log.warning("indexed %s, but could not record last_indexed: %s", source_id, exc)
+        log.warning("indexed %s, but could not record last_indexed: %s", ", ".join(completed), exc)
 
 
 def prune_sources(store: Store, data_dir: Path, keep: set[str]) -> list[str]:
