@@ -14,7 +14,7 @@ from .embedding import TokenCounter
 from .parsing import Section
 
 # Bump when chunk boundaries or embedded text change: it is part of the index fingerprint.
-CHUNKER_VERSION = "1"
+CHUNKER_VERSION = "2"  # 2: secrets redacted before chunking (indexes built before must rebuild)
 DEFAULT_OVERLAP = 32
 HEADING_SEPARATOR = " > "
 

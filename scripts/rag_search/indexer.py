@@ -13,7 +13,7 @@ from pathlib import Path, PurePosixPath
 
 import numpy as np
 
-from . import dates, lexical, parsing
+from . import dates, lexical, parsing, secrets
 from .catalog import ChunkRecord, DocumentRecord
 from .chunking import Chunk, Chunker
 from .embedding import ModelInfo, OnnxEmbedder, SentenceTransformerEmbedder, TokenCounter
@@ -80,6 +80,7 @@ class WriteStats:
     chunks_removed: int = 0
     embedded: int = 0
     reused: int = 0
+    redacted: int = 0  # secrets replaced by [REDACTED:<kind>] in the text put
 
 
 class IndexWriter:
@@ -115,9 +116,16 @@ class IndexWriter:
         return self.store.catalog.documents(self.name, source_id)
 
     def put(self, document: SourceDocument) -> list[str]:
-        """Queue a document for (re)indexing; returns parse warnings. Raises parsing.ParseError."""
-        parsed = parsing.parse(document.kind, document.text, PurePosixPath(document.file).name)
+        """Queue a document for (re)indexing; returns parse warnings. Raises parsing.ParseError.
+
+        Secrets in the text are redacted first; `content_hash` stays that of the raw file.
+        """
+        text, found = secrets.redact(document.text)
+        parsed = parsing.parse(document.kind, text, PurePosixPath(document.file).name)
         chunks = self.pipeline.chunker.chunk(parsed.sections)
+        if found:
+            log.info("%s: redacted %s", document.file, ", ".join(f"{count} {kind}" for kind, count in sorted(found.items())))
+            self.stats.redacted += sum(found.values())
         self._pending.append((document, chunks, parsed.metadata))
         self._pending_chunks += len(chunks)
         if self._pending_chunks >= FLUSH_CHUNKS:

@@ -8,7 +8,6 @@ state and `last_indexed` move on only when it completes.
 import logging
 import shutil
 import time
-import traceback
 from pathlib import Path
 
 from .. import dates, registry
@@ -61,12 +60,17 @@ def _index_one(store, pipeline, source, data_dir, config, full, quiet) -> dict:
         summary.update(status=status, **details)
         if status == "ok":
             store.catalog.set_source_state(COLLECTION, source_id, state)
-        summary.update(embedded=writer.stats.embedded, chunks_added=writer.stats.chunks_added, chunks_removed=writer.stats.chunks_removed)
+        summary.update(
+            embedded=writer.stats.embedded,
+            chunks_added=writer.stats.chunks_added,
+            chunks_removed=writer.stats.chunks_removed,
+            redacted=writer.stats.redacted,
+        )
     except SourceFailed as exc:
         log.error("%s failed: %s", source_id, exc.message)
         summary.update(status="failed", error=exc.message)
     except Exception as exc:  # a bug in one source must not stop the others
-        log.error("%s failed unexpectedly: %s\n%s", source_id, exc, traceback.format_exc())
+        log.error("%s failed unexpectedly: %s", source_id, exc, exc_info=True)
         summary.update(status="failed", error=f"unexpected {type(exc).__name__}: {exc}")
     summary["chunks"] = store.catalog.chunk_count(COLLECTION, source_id)
     summary["seconds"] = round(time.monotonic() - started, 2)

@@ -6,6 +6,7 @@ ignored are removed. A file that still exists but cannot be read or parsed this
 time is reported and keeps whatever was indexed from it before.
 """
 
+import errno
 import logging
 import os
 import stat
@@ -17,6 +18,7 @@ from ..errors import ConfigError
 from ..indexer import IndexWriter, SourceDocument, content_hash
 from ..parsing import ParseError, kind_of
 from ..progress import Progress
+from ..secrets import is_secret_file, warn_secret_files
 
 log = logging.getLogger("rag_search")
 
@@ -46,6 +48,7 @@ class WalkResult:
     files: list[FileEntry] = field(default_factory=list)
     skipped: list[dict] = field(default_factory=list)  # {"file": rel, "reason", "folder"?}
     ignored: int = 0
+    secret_files: list[str] = field(default_factory=list)  # rel paths of files that hold credentials
 
 
 def ignore_spec(root: Path, patterns: list[str]):
@@ -67,14 +70,16 @@ def walk_root(root: Path, ignore_patterns: list[str], include=None) -> WalkResul
 
     `include`, if given, is a pathspec a file must also match (a source's glob).
     Directory symlinks are never followed; file symlinks only when they resolve
-    inside the root.
+    inside the root. Secret files (secrets.is_secret_file) are left out before any
+    ignore rule is consulted, so no `!` pattern can bring them back.
     """
     spec, has_negation = ignore_spec(root, ignore_patterns)
     result = WalkResult(root)
     real_root = root.resolve()
 
     def on_error(exc: OSError) -> None:
-        result.skipped.append({"file": _rel(root, exc.filename), "reason": f"unreadable folder: {exc.strerror}", "folder": True})
+        rel = _printable(_rel(root, exc.filename))
+        result.skipped.append({"file": rel, "reason": f"unreadable folder: {exc.strerror}", "folder": True})
 
     for dirpath, dirnames, filenames in os.walk(root, onerror=on_error):
         base = Path(dirpath)
@@ -86,13 +91,21 @@ def walk_root(root: Path, ignore_patterns: list[str], include=None) -> WalkResul
                 result.ignored += 1
             elif not has_negation and spec.match_file(rel + "/"):
                 result.ignored += 1
+            elif not _is_utf8(name):
+                result.skipped.append({"file": _printable(rel), "reason": "folder name is not valid UTF-8"})
             else:
                 kept_dirs.append(name)
         dirnames[:] = kept_dirs
         for name in sorted(filenames):
             rel = name if rel_dir == "." else f"{rel_dir}/{name}"
+            if is_secret_file(name):
+                result.secret_files.append(_printable(rel))
+                continue
             if spec.match_file(rel) or kind_of(name) is None or (include is not None and not include.match_file(rel)):
                 result.ignored += 1
+                continue
+            if not _is_utf8(name):
+                result.skipped.append({"file": _printable(rel), "reason": "file name is not valid UTF-8"})
                 continue
             entry, reason = _entry(root, real_root, rel)
             if reason:
@@ -107,33 +120,49 @@ def _entry(root: Path, real_root: Path, rel: str) -> tuple[FileEntry | None, str
     try:
         link = path.lstat()
         if stat.S_ISLNK(link.st_mode):
-            target = path.resolve()
-            if not target.exists():
+            try:
+                target = path.resolve(strict=True)
+            except FileNotFoundError:
                 return None, "dangling symlink"
+            except RuntimeError:  # how Python before 3.13 reports a loop
+                return None, "symlink loop"
             if not target.is_relative_to(real_root):
                 return None, "symlink points outside the root"
         info = path.stat()
     except OSError as exc:
-        return None, f"cannot stat: {exc.strerror}"
+        return None, "symlink loop" if exc.errno == errno.ELOOP else f"cannot stat: {exc.strerror}"
     if not stat.S_ISREG(info.st_mode):
         return None, "not a regular file"
     return FileEntry(root, rel, path, info.st_size, info.st_mtime_ns), None
 
 
 def read_text(path: Path, max_bytes: int) -> str:
-    """The file as text, or SkipFile with the reason it cannot be indexed."""
+    """The file as text, or SkipFile with the reason it cannot be indexed.
+
+    Opened without blocking and checked before reading: a file that became a FIFO
+    since the walk cannot hang the run, and an oversized one is not read at all.
+    """
     try:
-        with open(path, "rb") as handle:
-            data = handle.read(max_bytes + 1)
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     except OSError as exc:
         raise SkipFile(f"unreadable: {exc.strerror}") from None
+    with open(fd, "rb") as handle:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise SkipFile("not a regular file")
+        if info.st_size > max_bytes:
+            raise SkipFile(_too_large(max_bytes))
+        try:
+            data = handle.read(max_bytes + 1)
+        except OSError as exc:
+            raise SkipFile(f"unreadable: {exc.strerror}") from None
     return decode_text(data, max_bytes)
 
 
 def decode_text(data: bytes, max_bytes: int) -> str:
     """Bytes of a text file as text, or SkipFile: too large, binary, not UTF-8, or empty."""
     if len(data) > max_bytes:
-        raise SkipFile(f"larger than the {max_bytes // 1024} KiB limit (max_file_bytes)")
+        raise SkipFile(_too_large(max_bytes))
     if b"\0" in data:
         raise SkipFile("binary file (contains NUL bytes)")
     try:
@@ -143,6 +172,10 @@ def decode_text(data: bytes, max_bytes: int) -> str:
     if not text.strip():
         raise SkipFile("empty file")
     return text
+
+
+def _too_large(max_bytes: int) -> str:
+    return f"larger than the {max_bytes // 1024} KiB limit (max_file_bytes)"
 
 
 def sync_folders(
@@ -170,6 +203,8 @@ def sync_folders(
                 keep_under.append(f"{source_id}:{path}{os.sep}")
     files = [entry for walk in walks for entry in walk.files]
     counts = {"added": 0, "updated": 0, "unchanged": 0, "deleted": 0}
+    secret_files = [str(walk.root / rel) for walk in walks for rel in walk.secret_files]
+    warn_secret_files(source_id, secret_files)
 
     known = writer.known_documents(source_id)
     seen = {f"{source_id}:{s['file']}" for s in skipped}
@@ -225,6 +260,7 @@ def sync_folders(
         **counts,
         "skipped": skipped,
         "ignored": sum(walk.ignored for walk in walks),
+        "secret_files": len(secret_files),
     }
 
 
@@ -233,6 +269,20 @@ def _skip(entry: FileEntry, reason: str, kept_previous: bool) -> dict:
         reason += "; the previously indexed version is kept"
     log.warning("skipped %s: %s", entry.path, reason)
     return {"file": str(entry.path), "reason": reason}
+
+
+def _is_utf8(name: str) -> bool:
+    """False for names whose bytes are not UTF-8 (Python hands them over with surrogate escapes)."""
+    try:
+        name.encode("utf-8")
+        return True
+    except UnicodeEncodeError:
+        return False
+
+
+def _printable(name: str) -> str:
+    """A name that JSON, logs and the catalog can carry: undecodable bytes shown as \\xNN."""
+    return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
 def _rel(root: Path, name) -> str:

@@ -22,6 +22,7 @@ from .. import dates
 from ..errors import SourceFailed
 from ..indexer import IndexWriter, SourceDocument
 from ..parsing import ParseError, kind_of
+from ..secrets import is_secret_file, warn_secret_files
 from .files import SkipFile, read_text
 
 log = logging.getLogger("rag_search")
@@ -68,7 +69,8 @@ def sync_git(writer: IndexWriter, source: dict, cache_dir: Path, max_bytes: int,
         log.warning("%s: commit %s is no longer in the clone; comparing the whole tree", source_id, previous[:12])
         previous = None
 
-    tree = _tree_files(repo, commit, prefix, settings["glob"])
+    tree, secret_files = _tree_files(repo, commit, prefix, settings["glob"])
+    warn_secret_files(source_id, secret_files)
     known = writer.known_documents(source_id)
     counts = {"added": 0, "updated": 0, "renamed": 0, "deleted": 0}
     skipped: list[dict] = []
@@ -141,6 +143,7 @@ def sync_git(writer: IndexWriter, source: dict, cache_dir: Path, max_bytes: int,
         "files": len(tree),
         **counts,
         "skipped": skipped,
+        "secret_files": len(secret_files),
         "mode": mode,
         "commit": commit,
         "previous_commit": state.get("commit") if state else None,
@@ -236,22 +239,28 @@ def _has_commit(repo, commit: str) -> bool:
         return False
 
 
-def _tree_files(repo, commit: str, prefix: str, glob: str) -> dict[str, TreeFile]:
-    """Regular files under `prefix` that match `glob` (relative to `prefix`) and that we can parse."""
+def _tree_files(repo, commit: str, prefix: str, glob: str) -> tuple[dict[str, TreeFile], list[str]]:
+    """The files to index: regular files under `prefix` that match `glob` (relative to `prefix`) and
+    that we can parse. Also the paths of files left out because they hold credentials, whatever `glob` says."""
     import pathspec
 
-    spec = pathspec.PathSpec.from_lines("gitwildmatch", [glob])
+    spec = pathspec.GitIgnoreSpec.from_lines([glob])
     output = repo.git.ls_tree("-r", "-z", "--full-tree", commit, "--", prefix or ".")
-    files = {}
+    files, secret_files = {}, []
     for entry in filter(None, output.split("\0")):
         meta, path = entry.split("\t", 1)
         mode, kind, blob = meta.split()
-        if kind != "blob" or mode not in ("100644", "100755"):  # no symlinks, no submodules
+        if kind != "blob":  # a submodule
+            continue
+        if is_secret_file(path.rsplit("/", 1)[-1]):
+            secret_files.append(path)
+            continue
+        if mode not in ("100644", "100755"):  # a symlink
             continue
         relative = path[len(prefix) :].lstrip("/") if prefix else path
         if kind_of(path) and spec.match_file(relative):
             files[path] = TreeFile(path, blob)
-    return files
+    return files, secret_files
 
 
 def _diff(repo, old: str, new: str, prefix: str) -> list[tuple[str, str, str | None]]:

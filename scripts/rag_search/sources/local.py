@@ -14,7 +14,7 @@ def sync_local(writer: IndexWriter, source: dict, config: Config, full: bool = F
     root = expand(source["path"])
     if not root.is_dir():
         raise SourceFailed(f"folder {root} does not exist or is not a folder")
-    include = pathspec.PathSpec.from_lines("gitwildmatch", [source.get("glob", DEFAULT_GLOB)])
+    include = pathspec.GitIgnoreSpec.from_lines([source.get("glob", DEFAULT_GLOB)])
     walk = walk_root(root, config.ignore_patterns, include)
     return sync_folders(
         writer, [walk], source["id"], config.max_file_bytes, file_prefix=f"{source['id']}/", full=full, quiet=quiet

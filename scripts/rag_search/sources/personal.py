@@ -58,6 +58,7 @@ def index_personal(
         "chunks_removed": writer.stats.chunks_removed,
         "embedded": writer.stats.embedded,
         "reused_vectors": writer.stats.reused,
+        "redacted": writer.stats.redacted,
         "rebuilt": writer.rebuilt,
         "seconds": round(time.monotonic() - started, 2),
     }

@@ -1,0 +1,169 @@
+"""Secrets never enter the index: secret files are left out, secrets in text are redacted.
+
+The fake secrets are assembled at run time, so this file holds no string a
+secret scanner would flag.
+"""
+
+import json
+import time
+
+import git
+import pytest
+
+from conftest import files_in_store, run_script, store_contents
+from gitrepo import GitRepo
+from rag_search.secrets import is_secret_file, redact
+from rag_search.sources.files import walk_root
+from rag_search.sources.git import _tree_files
+
+GITHUB_TOKEN = "ghp_" + "R7x2Kq9LmW4pZs8T" * 2 + "Vb3N"
+AWS_KEY_ID = "AKIA" + "Q7ZK3M9XW2RT5YHP"
+AWS_SECRET = "wJalrXUtnFEMI/K7MDENG/" + "bPxRfiCYz8Q2kLm5Tv"
+JWT = "eyJhbGciOiJIUzI1NiJ9" + ".eyJzdWIiOiIxMjM0NTY3ODkwIn0" + ".dBjftJeZ4CVPmB92K27uhbUJU1p1r_wW1gFWFOEjXk"
+PEM_BODY = "MIIEowIBAAKCAQEA7bq0Vv3NfHs6Lh0zL2cL9kq3mB1x\nq4rT9yZ2uK8pX1wQ5jH3nV7cD6fS0aE4gR2tY8hU9iO1pL3kM5nB7vC9xZ2q=="
+
+
+def pem(kind: str) -> str:
+    label = f"{kind} PRIVATE KEY" if kind else "PRIVATE KEY"
+    return f"-----BEGIN {label}-----\n{PEM_BODY}\n-----END {label}-----"
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        (f"token: {GITHUB_TOKEN}", "token: [REDACTED:github-token]"),
+        *((f"{prefix}_{'a1B2c3D4e5' * 4}!", "[REDACTED:github-token]!") for prefix in ("gho", "ghu", "ghs", "ghr")),
+        ("github_pat_" + "11ABCDEFG0" * 8 + "_x", "[REDACTED:github-token]"),
+        ("GITLAB_TOKEN=glpat-" + "x7Yz_9-AbCdEfGhIjKlMn", "GITLAB_TOKEN=[REDACTED:gitlab-token]"),
+        ("slack: xoxb-" + "1234567890-0987654321-AbCdEfGhIjKlMnOp", "slack: [REDACTED:slack-token]"),
+        ("post to https://hooks.slack.com/services/" + "T0ABC1234/B0DEF5678/aBcDeFgHiJkLmNoPqRsT", "post to [REDACTED:slack-webhook]"),
+        (f"key id {AWS_KEY_ID}.", "key id [REDACTED:aws-access-key-id]."),
+        ("ASIA" + "Q7ZK3M9XW2RT5YHP", "[REDACTED:aws-access-key-id]"),
+        (f"aws_secret_access_key = {AWS_SECRET}", "aws_secret_access_key = [REDACTED:aws-secret-access-key]"),
+        (f'"SecretAccessKey": "{AWS_SECRET}"', '"SecretAccessKey": "[REDACTED:aws-secret-access-key]"'),
+        ("Authorization: Bearer abc.def-ghi_jk", "Authorization: Bearer [REDACTED:bearer-token]"),
+        ('-H "authorization: bearer s3cr3t-t0ken"', '-H "authorization: bearer [REDACTED:bearer-token]"'),
+        ("send Bearer 9f8e7d6c5b4a39281706fedcba", "send Bearer [REDACTED:bearer-token]"),
+        (f"session={JWT};", "session=[REDACTED:jwt];"),
+        (f"Authorization: Bearer {JWT}", "Authorization: Bearer [REDACTED:jwt]"),
+        *((f"before\n{pem(kind)}\nafter", "before\n[REDACTED:private-key]\nafter") for kind in ("RSA", "EC", "OPENSSH", "ENCRYPTED", "")),
+        ('{"private_key": "' + pem("").replace("\n", "\\n") + '\\n"}', '{"private_key": "[REDACTED:private-key]\\n"}'),
+        ("key: |\n  " + pem("RSA").replace("\n", "\n  ") + "\nnext: 1", "key: |\n  [REDACTED:private-key]\nnext: 1"),
+        ("-----BEGIN RSA PRIVATE KEY-----\n" + PEM_BODY + "\n(truncated)", "[REDACTED:private-key]\n(truncated)"),
+        ("Keys start with `-----BEGIN OPENSSH PRIVATE KEY-----`.", "Keys start with `[REDACTED:private-key]`."),
+    ],
+)
+def test_secrets_are_redacted(text, expected):
+    assert redact(text)[0] == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "the ghp_ prefix marks a classic personal access token",
+        "ghp_short and ghp_" + "x" * 20,
+        "Use a Bearer token in the Authorization header.",
+        "Bearer token-based-authentication-everywhere",
+        'curl -H "Authorization: Bearer $TOKEN" https://api.example.org',
+        "Authorization: Bearer <token>",
+        "AKIA is the prefix of long-term access key ids; AKIAQ7ZK3M9XW2RT5YH is one short",
+        "xoxo-hugs-and-kisses-forever",
+        "hooks.slack.com/services/ is where webhooks live",
+        "commit 3f786850e387550fdab836ed7e6dc881de23001b fixed it",
+        "secret_access_key is read from the environment",
+        "eyJust.eyJoking.really",
+        "-----BEGIN PUBLIC KEY-----\n" + PEM_BODY + "\n-----END PUBLIC KEY-----",
+        "-----BEGIN CERTIFICATE-----\n" + PEM_BODY + "\n-----END CERTIFICATE-----",
+    ],
+)
+def test_look_alikes_are_left_alone(text):
+    assert redact(text) == (text, {})
+
+
+def test_redact_counts_each_kind():
+    text = f"{GITHUB_TOKEN}\n{GITHUB_TOKEN}\n{AWS_KEY_ID}\n{pem('EC')}\n"
+    assert redact(text)[1] == {"github-token": 2, "aws-access-key-id": 1, "private-key": 1}
+
+
+def test_many_key_headers_without_an_end_take_linear_time():
+    started = time.monotonic()
+    text, found = redact("-----BEGIN RSA PRIVATE KEY-----\n" * 20_000)  # took 80 s with a body that could span headers
+    assert found == {"private-key": 20_000} and time.monotonic() - started < 2
+
+
+@pytest.mark.parametrize(
+    "name",
+    [".env", ".env.local", ".ENV.production", "server.pem", "tls.key", "id_rsa", "id_rsa.pub", "id_dsa", "id_ecdsa",
+     "id_ed25519", "cert.p12", "cert.pfx", "credentials", "credentials.json", ".netrc", ".git-credentials", "vault.kdbx",
+     ".pgpass", ".npmrc", ".pypirc", "release.keystore", "trust.jks"],
+)
+def test_secret_file_names(name):
+    assert is_secret_file(name)
+
+
+@pytest.mark.parametrize("name", ["env.md", "my.env.md", "environment.yaml", "keys.md", "monkey.md", "notes-on-credentials.md",
+                                  "pem-files.md", "netrc.md", "key-rotation.txt"])
+def test_ordinary_file_names(name):
+    assert not is_secret_file(name)
+
+
+def test_no_ignore_rule_brings_a_secret_file_back(tmp_path):
+    (tmp_path / ".ragignore").write_text("!.env\n!credentials.json\n!**/.npmrc\n")
+    for rel in [".env", ".env.local", "credentials.json", "server.pem", "id_ed25519", "sub/.npmrc", "note.md", "sub/keep.json"]:
+        (tmp_path / rel).parent.mkdir(exist_ok=True)
+        (tmp_path / rel).write_text("x")
+    result = walk_root(tmp_path, ignore_patterns=["!.env.local"])
+    assert sorted(entry.rel for entry in result.files) == ["note.md", "sub/keep.json"]
+    assert sorted(result.secret_files) == [".env", ".env.local", "credentials.json", "id_ed25519", "server.pem", "sub/.npmrc"]
+    assert result.ignored == 1, "only .ragignore: secret files are counted apart"
+
+
+def test_git_tree_leaves_out_secret_files_whatever_the_glob(tmp_path):
+    origin = GitRepo(tmp_path / "origin")
+    origin.write({"docs/guide.md": "# Guide", "docs/credentials.json": "{}", "docs/.env": "A=1", "docs/tls/server.key": "k",
+                  "src/id_rsa": "k"})
+    commit = origin.commit("docs")
+    files, secret_files = _tree_files(git.Repo(origin.path), commit, "docs", "**/*")
+    assert list(files) == ["docs/guide.md"]
+    assert sorted(secret_files) == ["docs/.env", "docs/credentials.json", "docs/tls/server.key"]
+
+
+def test_no_secret_reaches_the_store_end_to_end(tmp_path):
+    root = tmp_path / "notes"
+    root.mkdir()
+    (root / "homelab.md").write_text(
+        "# Homelab access\n\n"
+        "The bluefinch cluster backs up to the NAS every night.\n\n"
+        f"## Tokens\n\nThe deploy bot uses {GITHUB_TOKEN} and the backup job key id {AWS_KEY_ID}.\n\n"
+        f"## SSH\n\n```\n{pem('OPENSSH')}\n```\n\nRotate the key every quarter.\n"
+    )
+    env_value = "DB_PASSWORD=" + "tangerine-" + "walrus-42"
+    (root / ".env").write_text(env_value + "\n")
+    (root / "credentials.json").write_text(json.dumps({"password": "saffron-" + "otter-77"}))
+    (root / ".ragignore").write_text("!.env\n")
+    data = tmp_path / "data"
+
+    result = run_script("index_personal.py", "--data-dir", data, root)
+    assert result.code == 0, result
+    summary = result.json
+    assert (summary["added"], summary["secret_files"], summary["redacted"], summary["ignored"]) == (1, 2, 3, 1)
+    assert "left out 2 file(s) that hold credentials" in result.stderr
+    assert set(files_in_store(data)) == {"homelab.md"}
+
+    stored = json.dumps(store_contents(data))
+    for secret in (GITHUB_TOKEN, AWS_KEY_ID, PEM_BODY.splitlines()[0], "tangerine", "saffron"):
+        assert secret not in stored
+    assert "[REDACTED:github-token]" in stored and "[REDACTED:private-key]" in stored
+    for path in data.rglob("*"):  # vectors, catalog, keyword index, write-ahead logs
+        if path.is_file() and "model" not in path.relative_to(data).parts:
+            content = path.read_bytes()
+            assert GITHUB_TOKEN.encode() not in content and AWS_KEY_ID.encode() not in content, path
+
+    by_token = run_script("search.py", "--data-dir", data, "--mode", "lexical", GITHUB_TOKEN)
+    assert by_token.code == 0, by_token
+    assert by_token.json["results"] == []
+    found = run_script("search.py", "--data-dir", data, "--mode", "lexical", "bluefinch cluster backups")
+    assert found.json["results"][0]["file"] == "homelab.md"
+
+    again = run_script("index_personal.py", "--data-dir", data, root).json
+    assert (again["unchanged"], again["embedded"], again["redacted"]) == (1, 0, 0), "hashes are of the raw file: nothing changed"
