@@ -11,7 +11,7 @@ from rag_search.cli import use_project_venv
 use_project_venv()
 
 from rag_search import cli  # noqa: E402
-from rag_search.config import data_dir  # noqa: E402
+from rag_search.config import chroma_server, data_dir  # noqa: E402
 from rag_search.errors import EXIT_PARTIAL, ConfigError, IndexNotBuilt  # noqa: E402
 
 log = logging.getLogger("rag_search")
@@ -126,7 +126,7 @@ def index_one(args: argparse.Namespace, registry_file, source: dict) -> dict:
 
     model = find_model()
     folder = data_dir(args.data_dir)
-    store = Store.open_for_writing(folder, args.wait)
+    store = Store.open_for_writing(folder, args.wait, chroma_server(args.chroma_url))
     try:
         pipeline = Pipeline(model, folder)
         summaries = index_sources(store, pipeline, [source], folder, load_config(), quiet=args.quiet)
@@ -177,7 +177,7 @@ def remove(args: argparse.Namespace, registry_file) -> int:
     chunks_removed = 0
     known_in_index = False
     if (folder / "CURRENT").exists():
-        store = Store.open_for_writing(folder, args.wait)
+        store = Store.open_for_writing(folder, args.wait, chroma_server(args.chroma_url))
         try:
             known_in_index = source_id in store.catalog.source_ids(COLLECTION)
             chunks_removed = remove_source(store, COLLECTION, source_id)

@@ -11,7 +11,7 @@ from rag_search.cli import use_project_venv
 use_project_venv()
 
 from rag_search import cli  # noqa: E402
-from rag_search.config import data_dir, load_config  # noqa: E402
+from rag_search.config import chroma_server, data_dir, load_config  # noqa: E402
 from rag_search.errors import EXIT_PARTIAL, ConfigError  # noqa: E402
 
 log = logging.getLogger("rag_search")
@@ -74,7 +74,7 @@ def index(args: argparse.Namespace) -> int:
 
     model = find_model()
     folder = data_dir(args.data_dir)
-    store = Store.open_for_writing(folder, args.wait)
+    store = Store.open_for_writing(folder, args.wait, chroma_server(args.chroma_url))
     try:
         pipeline = Pipeline(model, folder)
         with IndexWriter(store, COLLECTION, pipeline):

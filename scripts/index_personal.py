@@ -10,7 +10,7 @@ from rag_search.cli import use_project_venv
 use_project_venv()
 
 from rag_search import cli  # noqa: E402
-from rag_search.config import data_dir, load_config, personal_roots  # noqa: E402
+from rag_search.config import chroma_server, data_dir, load_config, personal_roots  # noqa: E402
 
 log = logging.getLogger("rag_search")
 
@@ -55,7 +55,7 @@ def index(args: argparse.Namespace) -> int:
     log.info("using roots from %s: %s", origin, ", ".join(str(root) for root in roots))
     model = find_model()
     folder = data_dir(args.data_dir)
-    store = Store.open_for_writing(folder, args.wait)
+    store = Store.open_for_writing(folder, args.wait, chroma_server(args.chroma_url))
     try:
         pipeline = Pipeline(model, folder)
         summary = index_personal(store, pipeline, roots, config, full=args.full, quiet=args.quiet)

@@ -46,6 +46,8 @@ SHIPPED_PREFIX = "%h/.claude/skills/rag-search"
 PREFIX_TOKEN = re.compile(re.escape(SHIPPED_PREFIX) + r'(?P<rest>/[^\s"]*)?')
 # Settings the scripts read from the environment; a timer run starts without your shell's.
 PATH_VARIABLES = ("RAG_SEARCH_HOME", "RAG_SEARCH_CONFIG", "RAG_SEARCH_SOURCES", "RAG_SEARCH_MODEL")
+# Passed through as they are: the timer must talk to the same server.
+PLAIN_VARIABLES = ("RAG_SEARCH_CHROMA_URL",)
 PATH_LIST_VARIABLES = ("RAG_SEARCH_PERSONAL_DIRS",)
 SYSTEMCTL_TIMEOUT = 60
 PROBE_TIMEOUT = 5
@@ -53,7 +55,7 @@ INSTALL_STEPS = [["daemon-reload"], ["enable", "--now", TIMER]]
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = cli.make_parser("install_timer.py", __doc__, EPILOG)
+    parser = cli.make_parser("install_timer.py", __doc__, EPILOG, chroma_url=False)
     parser.add_argument("--unit-dir", metavar="DIR", help="where the unit files go (default: see below)")
     parser.add_argument("--dry-run", action="store_true", help="write nothing and run nothing; print the rendered units")
     parser.add_argument("--uninstall", action="store_true", help="disable the timer and remove the two unit files")
@@ -142,7 +144,10 @@ def render(text: str, skill_dir: Path, environment: dict[str, str], shipped: Pat
 
 
 def service_environment(data_dir: str | None) -> dict[str, str]:
-    """--data-dir and the RAG_SEARCH_* variables set now, as absolute paths."""
+    """--data-dir and the RAG_SEARCH_* variables set now, paths made absolute.
+
+    RAG_SEARCH_CHROMA_HEADERS is left out on purpose: unit files are world-readable.
+    """
     found: dict[str, str] = {}
     for name in PATH_VARIABLES:
         value = data_dir if name == "RAG_SEARCH_HOME" and data_dir else os.environ.get(name)
@@ -152,6 +157,9 @@ def service_environment(data_dir: str | None) -> dict[str, str]:
         parts = [part.strip() for part in os.environ.get(name, "").split(",") if part.strip()]
         if parts:
             found[name] = check_representable(",".join(str(expand(part)) for part in parts), name)
+    for name in PLAIN_VARIABLES:
+        if os.environ.get(name):
+            found[name] = check_representable(os.environ[name], name)
     return found
 
 

@@ -6,7 +6,16 @@ import shutil
 import numpy as np
 import pytest
 
-from rag_search.embedding import EXPORT_META, OnnxEmbedder, SentenceTransformerEmbedder, TokenCounter, find_model, onnx_export_for
+from rag_search.embedding import (
+    EXPORT_META,
+    ModelInfo,
+    OnnxEmbedder,
+    SentenceTransformerEmbedder,
+    TokenCounter,
+    find_model,
+    onnx_export_for,
+    query_embedder,
+)
 from rag_search.onnx_export import prepare_cache
 
 SAMPLE = [
@@ -53,3 +62,26 @@ def test_an_export_of_another_model_is_not_used(model, export, tmp_path):
     (stale / EXPORT_META).write_text(json.dumps({**meta, "model_id": "something-else"}))
     assert onnx_export_for(stale, model) is None
     assert onnx_export_for(tmp_path / "missing", model) is None
+
+
+def test_without_an_export_queries_fall_back_to_sentence_transformers_and_say_so(model, export, tmp_path, caplog):
+    assert isinstance(query_embedder(tmp_path / "data", model), OnnxEmbedder), "the setup's export serves a bare data dir"
+    other = tmp_path / "other-model"  # the same weights under another identity: no export exists for it
+    shutil.copytree(model.path, other, copy_function=os_link_or_copy)
+    modules = (other / "modules.json").read_text()
+    (other / "modules.json").unlink()  # a hard link to the installed file: replace it, never write through it
+    (other / "modules.json").write_text(modules + "\n")
+    other_model = ModelInfo(other, "other")
+    assert other_model.model_id != model.model_id
+    embedder = query_embedder(tmp_path / "data", other_model)
+    assert isinstance(embedder, SentenceTransformerEmbedder)
+    assert "no ONNX export" in caplog.text
+
+
+def os_link_or_copy(source, target):
+    import os
+
+    try:
+        os.link(source, target)
+    except OSError:
+        shutil.copy2(source, target)

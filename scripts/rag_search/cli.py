@@ -32,8 +32,8 @@ def use_project_venv() -> None:
         os.execv(str(python), [str(python), *sys.argv])
 
 
-def make_parser(prog: str, description: str, epilog: str) -> argparse.ArgumentParser:
-    """A parser whose --help ends with `epilog` and the exit codes, and takes --data-dir."""
+def make_parser(prog: str, description: str, epilog: str, chroma_url: bool = True) -> argparse.ArgumentParser:
+    """A parser whose --help ends with `epilog` and the exit codes, and takes --data-dir (and --chroma-url)."""
     parser = argparse.ArgumentParser(
         prog=prog,
         description=description,
@@ -41,6 +41,10 @@ def make_parser(prog: str, description: str, epilog: str) -> argparse.ArgumentPa
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--data-dir", help="store folder (default: $RAG_SEARCH_HOME or ~/.claude/data/rag-search)")
+    if chroma_url:
+        parser.add_argument("--chroma-url", metavar="URL",
+                            help="use the Chroma server at URL instead of the local store (default: $RAG_SEARCH_CHROMA_URL); "
+                                 "headers for a proxy come from $RAG_SEARCH_CHROMA_HEADERS")
     return parser
 
 
@@ -53,9 +57,19 @@ def add_wait_argument(parser: argparse.ArgumentParser) -> None:
 
 
 class _Formatter(logging.Formatter):
+    """One line a message (for journald and agents): control characters in arguments, such as a
+    newline in a file name, are escaped; a traceback, given as exc_info, follows on its own lines."""
+
     def format(self, record: logging.LogRecord) -> str:
+        if isinstance(record.args, tuple):
+            record.args = tuple(_escape(arg) if isinstance(arg, str) else arg for arg in record.args)
         message = record.getMessage()
-        return message if record.levelno < logging.WARNING else f"{record.levelname.lower()}: {message}"
+        line = message if record.levelno < logging.WARNING else f"{record.levelname.lower()}: {message}"
+        return f"{line}\n{self.formatException(record.exc_info)}" if record.exc_info else line
+
+
+def _escape(text: str) -> str:
+    return "".join(char if char.isprintable() or char == " " else repr(char)[1:-1] for char in text)
 
 
 def setup_logging(quiet: bool = False) -> None:

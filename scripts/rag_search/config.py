@@ -33,6 +33,42 @@ def expand(path: str | Path) -> Path:
     return Path(os.path.abspath(os.path.expanduser(str(path))))
 
 
+@dataclass(frozen=True)
+class ChromaServer:
+    """A Chroma server to use instead of the local store, and headers for a proxy in front of it."""
+
+    url: str
+    host: str
+    port: int
+    ssl: bool
+    headers: dict
+
+
+def chroma_server(cli_value: str | None = None) -> ChromaServer | None:
+    """--chroma-url, else RAG_SEARCH_CHROMA_URL, else None (the local store).
+
+    Headers come only from RAG_SEARCH_CHROMA_HEADERS (a JSON object), never from the
+    command line, where other users could read them in the process list.
+    """
+    from urllib.parse import urlsplit
+
+    url = cli_value or os.environ.get("RAG_SEARCH_CHROMA_URL")
+    if not url:
+        return None
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname or parts.path not in ("", "/") or parts.query:
+        raise ConfigError(f"Chroma server URL {url!r} must be http(s)://host[:port] with no path")
+    raw = os.environ.get("RAG_SEARCH_CHROMA_HEADERS", "")
+    try:
+        headers = json.loads(raw) if raw.strip() else {}
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"RAG_SEARCH_CHROMA_HEADERS is not valid JSON: {exc}", hint='e.g. {"Authorization": "Bearer …"}') from None
+    if not isinstance(headers, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in headers.items()):
+        raise ConfigError("RAG_SEARCH_CHROMA_HEADERS must be a JSON object of strings", hint='e.g. {"Authorization": "Bearer …"}')
+    ssl = parts.scheme == "https"
+    return ChromaServer(url, parts.hostname, parts.port or (443 if ssl else 8000), ssl, headers)
+
+
 def data_dir(cli_value: str | None = None) -> Path:
     """The store folder: --data-dir, else RAG_SEARCH_HOME, else ~/.claude/data/rag-search."""
     return expand(cli_value or os.environ.get("RAG_SEARCH_HOME") or DEFAULT_DATA_DIR)

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .config import expand
+from .config import SKILL_DIR, expand
 from .errors import ModelNotFound
 
 log = logging.getLogger("rag_search")
@@ -140,6 +140,8 @@ class SentenceTransformerEmbedder:
 
 ONNX_FILE = "model.onnx"
 EXPORT_META = "export.json"
+# Where `make setup` puts the export; index runs copy it beside their index.
+EXPORT_CACHE = SKILL_DIR / ".venv" / "share" / "rag-search" / "onnx"
 
 
 def export_dir(data_dir: Path, model: ModelInfo) -> Path:
@@ -148,8 +150,9 @@ def export_dir(data_dir: Path, model: ModelInfo) -> Path:
 
 
 def query_embedder(data_dir: Path, model: ModelInfo):
-    """The ONNX export beside the index (fast to load), else sentence-transformers with a warning."""
-    folder = onnx_export_for(export_dir(data_dir, model), model)
+    """The ONNX export beside the index (or, for a machine that only searches a server, the setup's
+    copy), else sentence-transformers with a warning."""
+    folder = onnx_export_for(export_dir(data_dir, model), model) or onnx_export_for(EXPORT_CACHE / model.model_id, model)
     if folder is None:
         log.warning(
             "no ONNX export of %s beside the index in %s: using sentence-transformers, which takes seconds to load "

@@ -19,12 +19,10 @@ from pathlib import Path
 
 import numpy as np
 
-from .config import SKILL_DIR
-from .embedding import EXPORT_META, ONNX_FILE, ModelInfo, OnnxEmbedder, export_dir, force_offline, onnx_export_for
+from .embedding import EXPORT_CACHE, EXPORT_META, ONNX_FILE, ModelInfo, OnnxEmbedder, export_dir, force_offline, onnx_export_for
 
 log = logging.getLogger("rag_search")
 
-CACHE_DIR = SKILL_DIR / ".venv" / "share" / "rag-search" / "onnx"
 MIN_COSINE = 0.9999
 CHECK_TEXTS = [
     "",
@@ -37,7 +35,7 @@ CHECK_TEXTS = [
 
 def prepare_cache(model: ModelInfo) -> Path:
     """The export in the virtual environment's cache, made now if missing (the setup step)."""
-    return onnx_export_for(CACHE_DIR / model.model_id, model) or export(model, CACHE_DIR / model.model_id)
+    return onnx_export_for(EXPORT_CACHE / model.model_id, model) or export(model, EXPORT_CACHE / model.model_id)
 
 
 def ensure_export(data_dir: Path, model: ModelInfo) -> Path:

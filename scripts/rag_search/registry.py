@@ -8,7 +8,6 @@ read, so a manual edit made meanwhile is never lost silently.
 
 import contextlib
 import copy
-import fcntl
 import hashlib
 import json
 import os
@@ -20,6 +19,7 @@ from urllib.parse import urlsplit
 
 from .config import SKILL_DIR, expand
 from .errors import ConfigError
+from .locking import exclusive_lock
 
 DEFAULT_REGISTRY = SKILL_DIR / "references" / "sources.json"
 ID_PATTERN = re.compile(r"[a-z0-9][a-z0-9._-]{0,63}")
@@ -130,7 +130,7 @@ def save(registry: Registry) -> None:
     """Validate and write atomically, unless the file changed since it was read."""
     validate(registry.data, registry.path.name)
     registry.path.parent.mkdir(parents=True, exist_ok=True)
-    with _locked(registry.path):
+    with exclusive_lock(registry.path.with_name(f".{registry.path.name}.lock")):
         current = _current_digest(registry.path)
         if current != registry.digest:
             raise ConfigError(
@@ -165,17 +165,6 @@ def _write_atomically(path: Path, raw: bytes) -> None:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(temp)
         raise
-
-
-@contextlib.contextmanager
-def _locked(path: Path):
-    """Serialise our own writers; manual edits are caught by the digest check."""
-    with open(path.with_name(f".{path.name}.lock"), "a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
 
 
 def _current_digest(path: Path) -> str | None:

@@ -1,24 +1,36 @@
-"""The index on disk: one ChromaDB store and its catalog, side by side in one folder.
+"""The index: ChromaDB collections and the catalog beside them, in one generation folder.
 
 Collections are created with `embedding_function=None` and cosine space, and
 vectors are always passed in: given text alone, chromadb 1.5 would download an
 ONNX model of its own. Each collection's metadata carries the fingerprint of
 the model and chunking that built it, checked before every search.
+
+Server mode (--chroma-url): the vectors live on a Chroma server instead of in
+the generation folder; index runs keep their catalog in local generations as
+usual, and stamp the server's collections with a new version when they
+publish. Searches keep a local copy of the keyword index, rebuilt from the
+server's chunk texts whenever that version moves, so keyword search covers
+every chunk on the server, whichever machine indexed it.
 """
 
 import json
 import os
 import tempfile
+import time
 from pathlib import Path
 
-from . import generations
-from .catalog import SCHEMA_VERSION, Catalog
+from . import generations, lexical
+from .catalog import SCHEMA_VERSION, Catalog, ChunkRecord, DocumentRecord
 from .chunking import chunking_settings
+from .config import ChromaServer
 from .embedding import ModelInfo
 from .errors import FingerprintMismatch, IndexNotBuilt, StoreError
+from .locking import exclusive_lock
 
 COLLECTIONS = ("personal", "docs")
 FINGERPRINT_KEY = "rag_search_fingerprint"
+VERSION_KEY = "rag_search_version"  # server mode: moved by every published index run
+MIRROR_STATE = "server-keyword-copy"  # the catalog's record of the server version its keyword copy holds
 INDEX_COMMANDS = {"personal": "scripts/index_personal.py", "docs": "scripts/index_docs.py --all"}
 
 
@@ -49,15 +61,19 @@ def make_private_dir(path: Path) -> None:
 class Store:
     """A ChromaDB PersistentClient and a catalog over one generation folder (see generations.py)."""
 
-    def __init__(self, folder: Path, writable: bool = True):
+    def __init__(self, folder: Path, writable: bool = True, server: ChromaServer | None = None):
         self.folder = folder
+        self.server = server
         self.catalog = Catalog(folder / "catalog.sqlite", writable)
         self._client = None
         self._session: generations.WriteSession | None = None
         self._read_lock: int | None = None
+        self._keyword_copy = False  # server mode search: the catalog is the local keyword copy
 
     @classmethod
-    def open_for_writing(cls, data_dir: Path, wait_seconds: float = generations.DEFAULT_WAIT_SECONDS) -> "Store":
+    def open_for_writing(
+        cls, data_dir: Path, wait_seconds: float = generations.DEFAULT_WAIT_SECONDS, server: ChromaServer | None = None
+    ) -> "Store":
         """A writable copy of the current index; nothing is visible to searches until commit()."""
         make_private_dir(data_dir)
         try:
@@ -65,7 +81,7 @@ class Store:
         except OSError as exc:  # disk full while copying, permissions…
             raise StoreError(f"cannot prepare the next index in {data_dir}: {exc.strerror or exc}", hint="free disk space") from None
         try:
-            store = cls(session.folder)
+            store = cls(session.folder, server=server)
         except Exception as exc:  # sqlite3 and OS errors alike
             session.discard()
             raise StoreError(f"cannot open the index in {data_dir}: {exc}", hint="reindex with --full") from None
@@ -73,8 +89,15 @@ class Store:
         return store
 
     @classmethod
-    def open_for_reading(cls, data_dir: Path) -> "Store":
-        """The published index, locked against deletion until close()."""
+    def open_for_reading(cls, data_dir: Path, server: ChromaServer | None = None) -> "Store":
+        """The published index, locked against deletion until close(); in server mode, the server
+        and this machine's keyword copy of it."""
+        if server is not None:
+            folder = data_dir / "server" / f"{server.host}_{server.port}"
+            make_private_dir(folder)
+            store = cls(folder, server=server)
+            store._keyword_copy = True
+            return store
         folder, lock = generations.open_for_reading(data_dir)
         try:
             store = cls(folder, writable=False)
@@ -94,11 +117,15 @@ class Store:
         if not self.catalog.changed:
             return False
         self._release_handles()
-        verify(self.folder)
+        verify(self.folder, self.server)
         try:
             self._session.publish()
         except OSError as exc:
             raise StoreError(f"cannot publish the new index: {exc.strerror or exc}", hint="free disk space and rerun") from None
+        if self.server is not None:
+            for collection in self.client.list_collections():
+                collection.modify(metadata={**(collection.metadata or {}), VERSION_KEY: str(time.time_ns())})
+            self._release_handles()
         return True
 
     def close(self) -> None:
@@ -128,10 +155,22 @@ class Store:
             import chromadb
             from chromadb.config import Settings
 
-            try:
-                self._client = chromadb.PersistentClient(path=str(self.chroma_path), settings=Settings(anonymized_telemetry=False))
-            except Exception as exc:
-                raise StoreError(f"cannot open the ChromaDB store in {self.folder}: {exc}", hint="reindex with --full") from None
+            settings = Settings(anonymized_telemetry=False)
+            if self.server is None:
+                try:
+                    self._client = chromadb.PersistentClient(path=str(self.chroma_path), settings=settings)
+                except Exception as exc:
+                    raise StoreError(f"cannot open the ChromaDB store in {self.folder}: {exc}", hint="reindex with --full") from None
+            else:
+                server = self.server
+                try:
+                    self._client = chromadb.HttpClient(host=server.host, port=server.port, ssl=server.ssl, headers=server.headers,
+                                                       settings=settings)
+                    self._client.heartbeat()
+                except Exception as exc:
+                    self._client = None
+                    raise StoreError(f"cannot reach the Chroma server at {server.url}: {exc}",
+                                     hint="check --chroma-url / RAG_SEARCH_CHROMA_URL, RAG_SEARCH_CHROMA_HEADERS and the server") from None
         return self._client
 
     def collection(self, name: str):
@@ -166,7 +205,23 @@ class Store:
                 f"the {name} index was built with {_describe(stored)}, but this install uses {_describe(expected)}",
                 hint=f"reindex: {INDEX_COMMANDS[name]} --full",
             )
+        if self._keyword_copy:
+            self._refresh_keyword_copy(name, collection)
         return collection
+
+    def _refresh_keyword_copy(self, name: str, collection) -> None:
+        """Server mode: rebuild this machine's keyword index of `name` if the server's version moved."""
+        version = (collection.metadata or {}).get(VERSION_KEY, "")
+        if (self.catalog.source_state(name, MIRROR_STATE) or {}).get("version") == version:
+            return
+        with exclusive_lock(self.folder / "rebuild.lock"):
+            if (self.catalog.source_state(name, MIRROR_STATE) or {}).get("version") == version:
+                return  # another search rebuilt it meanwhile
+            self.catalog.delete_collection(name)
+            for offset in range(0, collection.count(), 1000):
+                page = collection.get(include=["documents", "metadatas"], limit=1000, offset=offset)
+                self.catalog.replace_documents(name, _keyword_documents(page))
+            self.catalog.set_source_state(name, MIRROR_STATE, {"version": version})
 
 def stored_fingerprint(collection) -> dict | None:
     raw = (collection.metadata or {}).get(FINGERPRINT_KEY)
@@ -185,21 +240,27 @@ def _describe(value: dict | None) -> str:
     )
 
 
-def verify(folder: Path) -> None:
+def verify(folder: Path, server: ChromaServer | None = None) -> None:
     """Reopen a generation from disk and check vectors, catalog and keyword index agree.
 
     Runs in the index run's process: if the new store crashes on open, the run
-    dies and the previous generation keeps serving.
+    dies and the previous generation keeps serving. On a server, which other
+    machines may fill too, every chunk of the catalog must be there.
     """
-    store = Store(folder, writable=False)
+    store = Store(folder, writable=False, server=server)
     try:
         for collection in store.client.list_collections():
             name = collection.name
-            vectors, chunks = collection.count(), store.catalog.chunk_count(name)
-            keywords = len(store.catalog.keyword_index_ids(name))
-            if not vectors == chunks == keywords:
+            chunks = store.catalog.chunk_count(name)
+            keyword_ids = store.catalog.keyword_index_ids(name)
+            if server is None:
+                vectors = collection.count()
+            else:
+                listed = sorted(keyword_ids)
+                vectors = sum(len(collection.get(ids=listed[i : i + 1000], include=[])["ids"]) for i in range(0, len(listed), 1000))
+            if not vectors == chunks == len(keyword_ids):
                 raise StoreError(
-                    f"the new {name} index is inconsistent ({vectors} vectors, {chunks} chunks, {keywords} keyword rows); "
+                    f"the new {name} index is inconsistent ({vectors} vectors, {chunks} chunks, {len(keyword_ids)} keyword rows); "
                     "the previous index still serves",
                     hint=f"rerun with --full: {INDEX_COMMANDS[name]} --full",
                 )
@@ -210,3 +271,22 @@ def verify(folder: Path) -> None:
                                      hint=f"rerun with --full: {INDEX_COMMANDS[name]} --full")
     finally:
         store._release_handles()
+
+
+
+def _keyword_documents(page: dict) -> list[tuple[DocumentRecord, list[ChunkRecord]]]:
+    """Catalog rows for a page of a server collection: its chunks grouped by file, with their terms."""
+    documents: dict[str, tuple[DocumentRecord, list[ChunkRecord]]] = {}
+    for chunk_id, text, metadata in zip(page["ids"], page["documents"], page["metadatas"], strict=True):
+        metadata = metadata or {}
+        source_id, file = metadata.get("source_id", ""), metadata.get("file", "")
+        key = f"{source_id}:{file}"
+        if key not in documents:
+            documents[key] = (DocumentRecord(key, source_id, file, None, None, "", 0, metadata.get("indexed_at", "")), [])
+        record, chunks = documents[key]
+        heading = metadata.get("heading", "")
+        embedded = f"{heading}\n\n{text}" if heading else text or ""  # what the index run embedded (Chunk.embed_text)
+        chunks.append(ChunkRecord(chunk_id, int(metadata.get("chunk_index", 0)), "", " ".join(lexical.terms(embedded)), source_id,
+                                  metadata.get("date_ts")))
+        record.chunk_count += 1
+    return list(documents.values())

@@ -1,0 +1,132 @@
+"""Server mode: the same scripts against a real `chroma run` server on 127.0.0.1."""
+
+import http.client
+import socket
+import subprocess
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+from conftest import run_script
+
+TOKEN = "Bearer s3cret-for-tests"
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def chroma_server(tmp_path_factory):
+    """`chroma run` from the installed package, on a free port, with its data in a tmp dir."""
+    port = free_port()
+    chroma = Path(sys.executable).parent / "chroma"
+    process = subprocess.Popen([str(chroma), "run", "--path", str(tmp_path_factory.mktemp("chroma-server")),
+                                "--host", "127.0.0.1", "--port", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            connection = http.client.HTTPConnection("127.0.0.1", port, timeout=1)
+            connection.request("GET", "/api/v2/heartbeat")
+            if connection.getresponse().status == 200:
+                break
+        except OSError:
+            time.sleep(0.2)
+    else:
+        process.kill()
+        pytest.fail("chroma run did not start")
+    yield f"http://127.0.0.1:{port}", port
+    process.terminate()
+    process.wait(timeout=30)
+
+
+class AuthProxy(BaseHTTPRequestHandler):
+    """A reverse proxy that wants a bearer token, as one would put in front of Chroma (it has no auth)."""
+
+    upstream_port = 0
+
+    def relay(self):
+        if self.headers.get("Authorization") != TOKEN:
+            self.send_response(401)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
+        body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        headers = {k: v for k, v in self.headers.items() if k.lower() not in ("host", "authorization", "connection")}
+        upstream = http.client.HTTPConnection("127.0.0.1", self.upstream_port, timeout=30)
+        upstream.request(self.command, self.path, body=body or None, headers=headers)
+        response = upstream.getresponse()
+        data = response.read()
+        self.send_response(response.status)
+        for key, value in response.getheaders():
+            if key.lower() not in ("transfer-encoding", "connection", "content-length"):
+                self.send_header(key, value)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = relay
+
+    def log_message(self, *args):
+        pass
+
+
+def test_index_on_one_machine_and_search_from_another(chroma_server, state_dir, tmp_path):
+    url, _ = chroma_server
+    writer, reader = tmp_path / "writer", tmp_path / "reader"
+    result = run_script("index_personal.py", "--chroma-url", url, "--data-dir", writer, state_dir)
+    assert result.code == 0, result
+    assert result.json["published"] is True and result.json["chunks"] > 10
+    assert not list(writer.glob("generations/g*/chroma/*.sqlite3")), "the vectors live on the server"
+
+    found = run_script("search.py", "--data-dir", reader, "--top-k", "1", "why is ArgoCD self-heal off?",
+                       env={"RAG_SEARCH_CHROMA_URL": url})
+    assert found.code == 0, found
+    assert found.json["results"][0]["file"] in ("notes/argocd-setup.md", "memory/decisions.json")
+    exact = run_script("search.py", "--data-dir", reader, "--mode", "lexical", "--top-k", "1", "selfHeal",
+                       env={"RAG_SEARCH_CHROMA_URL": url})
+    assert exact.json["results"][0]["file"] == "notes/argocd-setup.md", "keyword search works from the server's chunks"
+
+    (state_dir / "notes" / "zebra.md").write_text("# Zebra\n\nThe xylophonist-zebra token appears only here.\n")
+    assert run_script("index_personal.py", "--chroma-url", url, "--data-dir", writer, state_dir).code == 0
+    fresh = run_script("search.py", "--data-dir", reader, "--mode", "lexical", "--top-k", "1", "xylophonist",
+                       env={"RAG_SEARCH_CHROMA_URL": url})
+    assert fresh.json["results"][0]["file"] == "notes/zebra.md", "the keyword copy follows the server"
+
+
+def test_headers_reach_an_authenticating_proxy(chroma_server, state_dir, tmp_path):
+    _, port = chroma_server
+    AuthProxy.upstream_port = port
+    proxy = ThreadingHTTPServer(("127.0.0.1", 0), AuthProxy)
+    threading.Thread(target=proxy.serve_forever, daemon=True).start()
+    proxied = f"http://127.0.0.1:{proxy.server_port}"
+    try:
+        refused = run_script("index_personal.py", "--chroma-url", proxied, "--data-dir", tmp_path / "a", state_dir)
+        assert refused.code == 7, refused
+        assert "cannot reach the Chroma server" in refused.stderr
+        allowed = run_script("index_personal.py", "--chroma-url", proxied, "--data-dir", tmp_path / "a", state_dir,
+                             env={"RAG_SEARCH_CHROMA_HEADERS": f'{{"Authorization": "{TOKEN}"}}'})
+        assert allowed.code == 0, allowed
+    finally:
+        proxy.shutdown()
+
+
+@pytest.mark.parametrize(
+    "args, env, code, message",
+    [
+        (["--chroma-url", "ftp://127.0.0.1:1"], {}, 6, "must be http(s)://host[:port]"),
+        (["--chroma-url", "http://127.0.0.1:1/some/path"], {}, 6, "with no path"),
+        ([], {"RAG_SEARCH_CHROMA_URL": "http://127.0.0.1:1", "RAG_SEARCH_CHROMA_HEADERS": "{not json"}, 6, "not valid JSON"),
+        (["--chroma-url", "http://127.0.0.1:1"], {}, 7, "cannot reach the Chroma server at http://127.0.0.1:1"),
+    ],
+)
+def test_bad_server_settings(state_dir, tmp_path, args, env, code, message):
+    result = run_script("index_personal.py", *args, "--data-dir", tmp_path / "data", state_dir, env=env)
+    assert result.code == code, result
+    assert message in result.stderr
