@@ -9,7 +9,7 @@ from rag_search.cli import use_project_venv
 use_project_venv()
 
 from rag_search import cli  # noqa: E402
-from rag_search.config import data_dir  # noqa: E402
+from rag_search.config import chroma_server, data_dir  # noqa: E402
 
 EPILOG = """output (JSON on stdout):
   {"query", "results": [{"rank", "score", "source", "file", "chunk", "metadata"}],
@@ -72,11 +72,11 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def search(args: argparse.Namespace) -> int:
-    from concurrent.futures import ThreadPoolExecutor
-
     from rag_search import output
     from rag_search.config import load_config
     from rag_search.embedding import find_model, query_embedder
+    from rag_search.errors import StoreError
+    from rag_search.isolation import REPAIR_HINT, run_isolated
     from rag_search.rerank import CrossEncoderReranker, find_rerank_model
     from rag_search.retrieval import SearchOptions, open_collections
     from rag_search.retrieval import search as run_search
@@ -96,25 +96,32 @@ def search(args: argparse.Namespace) -> int:
         max_tokens=args.max_tokens,
         recency_half_life_days=args.recency_half_life or config.recency_half_life_days,
     )
-    reranker = None
+    rerank_model = None
     if args.rerank:
-        path, why_not = find_rerank_model(config)
-        if path is None:
+        rerank_model, why_not = find_rerank_model(config)
+        if rerank_model is None:
             print(f"note: --rerank ignored: {why_not}; keeping the fused order", file=sys.stderr)
-        else:
-            reranker = CrossEncoderReranker(path)
     folder = data_dir(args.data_dir)
-    store = Store.open_for_reading(folder)  # fails fast, before any model loads, if there is no index
-    try:
-        # Embed the query while ChromaDB, half a second of imports, opens the collections.
-        with ThreadPoolExecutor(max_workers=1) as pool:
-            vector = pool.submit(lambda: query_embedder(folder, model).embed([args.query])[0])
+    server = chroma_server(args.chroma_url)
+
+    def read_index(receive_vector):
+        """In a child process (a damaged store must not crash us): open the index, then search."""
+        from chromadb.errors import ChromaError
+
+        store = Store.open_for_reading(folder, server)
+        try:
             collections, notes = open_collections(store, args.index, expected)
             for note in notes:
                 print(f"note: {note}", file=sys.stderr)
-            result = run_search(store, collections, args.query, vector.result(), options, reranker)
-    finally:
-        store.close()
+            reranker = CrossEncoderReranker(rerank_model) if rerank_model else None
+            return run_search(store, collections, args.query, receive_vector(), options, reranker)
+        except ChromaError as exc:
+            raise StoreError(f"the index cannot be read: {exc}", hint=REPAIR_HINT) from None
+        finally:
+            store.close()
+
+    # The parent embeds the query while the child opens ChromaDB (half a second of imports).
+    result = run_isolated(read_index, lambda: query_embedder(folder, model).embed([args.query])[0])
     payload = output.result_payload(result, metadata_only=args.metadata_only, explain=args.explain)
     print(output.to_json(payload) if args.format == "json" else output.to_text(payload))
     return 0

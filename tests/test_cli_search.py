@@ -1,6 +1,5 @@
 """search.py end to end against the example index: schema, relevance, and its error exits."""
 
-import shutil
 import subprocess
 import sys
 
@@ -122,12 +121,3 @@ def test_the_search_path_never_imports_torch(example_index):
     )
     assert completed.returncode == 0, completed.stderr
     assert "HEAVY:\n" in completed.stderr, completed.stderr[-500:]
-
-
-def test_without_an_onnx_export_search_falls_back_and_says_so(example_data):
-    for export in (example_data / "model").iterdir():
-        shutil.rmtree(export)
-    result = search(example_data, "Longhorn volumes", "--top-k", "1")
-    assert result.code == 0, result
-    assert "no ONNX export" in result.stderr
-    assert result.json["results"][0]["file"] == "memory/decisions.json"

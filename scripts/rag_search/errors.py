@@ -42,6 +42,10 @@ class RagSearchError(Exception):
     def __str__(self) -> str:
         return f"{self.message} (hint: {self.hint})" if self.hint else self.message
 
+    def __reduce__(self):
+        """Keep the hint when the error crosses a process boundary (see isolation.py)."""
+        return type(self), (self.message, self.hint)
+
 
 class IndexNotBuilt(RagSearchError):
     exit_code = EXIT_NOT_BUILT
