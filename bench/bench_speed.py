@@ -111,7 +111,7 @@ def main() -> int:
     python = sys.executable
     report: dict = {"files": FILES}
     try:
-        if not (data / "index").exists():
+        if not (data / "CURRENT").exists():
             shutil.rmtree(corpus, ignore_errors=True)
             build_corpus(corpus)
             seconds, peak, output = child_peak([python, str(SCRIPTS / "index_personal.py"), "--quiet", str(corpus)], env)
