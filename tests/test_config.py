@@ -58,6 +58,9 @@ def test_config_file_location_can_be_overridden(tmp_path, monkeypatch):
         ("[1, 2]", "must hold a JSON object"),
         ({"personal_roots": "~/notes"}, "must be a list of strings"),
         ({"max_file_bytes": -1}, "positive integer"),
+        ({"web_timeout_seconds": "fast"}, "positive number"),
+        ({"recency_half_life_days": 0}, "positive number"),
+        ({"rerank_model": 5}, "must be a folder path"),
     ],
 )
 def test_malformed_config_is_an_error(isolated_home, content, message):

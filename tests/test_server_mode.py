@@ -130,3 +130,17 @@ def test_bad_server_settings(state_dir, tmp_path, args, env, code, message):
     result = run_script("index_personal.py", *args, "--data-dir", tmp_path / "data", state_dir, env=env)
     assert result.code == code, result
     assert message in result.stderr
+
+
+def test_the_keyword_copy_keeps_a_file_whose_chunks_span_two_pages():
+    from rag_search.store import _keyword_documents
+
+    def page(chunks):
+        return {"ids": [c[0] for c in chunks], "documents": [c[1] for c in chunks],
+                "metadatas": [{"source_id": "personal", "file": c[2], "chunk_index": c[3], "heading": "Notes"} for c in chunks]}
+
+    documents = _keyword_documents([page([("a:0", "first part", "a.md", 0), ("a:1", "second part", "a.md", 1)]),
+                                    page([("a:2", "third part", "a.md", 2), ("b:0", "other file", "b.md", 0)])])
+    by_file = {record.file: [chunk.id for chunk in chunks] for record, chunks in documents}
+    assert by_file == {"a.md": ["a:0", "a:1", "a:2"], "b.md": ["b:0"]}
+    assert "notes" in documents[0][1][0].terms.split(), "the heading is part of the keyword text, as when indexing"

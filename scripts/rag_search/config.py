@@ -115,14 +115,6 @@ def load_config() -> Config:
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
             raise ConfigError(f"config file {path}: {key!r} must be a list of strings")
         setattr(config, key, value)
-    rerank_model = data.get("rerank_model")
-    if rerank_model is not None and not isinstance(rerank_model, str):
-        raise ConfigError(f"config file {path}: 'rerank_model' must be a folder path")
-    config.rerank_model = rerank_model
-    half_life = data.get("recency_half_life_days")
-    if half_life is not None and (isinstance(half_life, bool) or not isinstance(half_life, (int, float)) or half_life <= 0):
-        raise ConfigError(f"config file {path}: 'recency_half_life_days' must be a positive number")
-    config.recency_half_life_days = half_life
     for key, default in LIMITS.items():
         value = data.get(key, default)
         wanted = int if key.endswith("_bytes") else (int, float)

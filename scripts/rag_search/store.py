@@ -21,7 +21,7 @@ from pathlib import Path
 
 from . import generations, lexical
 from .catalog import SCHEMA_VERSION, Catalog, ChunkRecord, DocumentRecord
-from .chunking import chunking_settings
+from .chunking import Chunk, chunking_settings
 from .config import ChromaServer
 from .embedding import ModelInfo
 from .errors import FingerprintMismatch, IndexNotBuilt, StoreError
@@ -123,8 +123,10 @@ class Store:
         except OSError as exc:
             raise StoreError(f"cannot publish the new index: {exc.strerror or exc}", hint="free disk space and rerun") from None
         if self.server is not None:
-            for collection in self.client.list_collections():
-                collection.modify(metadata={**(collection.metadata or {}), VERSION_KEY: str(time.time_ns())})
+            for name in COLLECTIONS:  # ours only: a server may hold other applications' collections
+                collection = self.collection(name)
+                if collection is not None:
+                    collection.modify(metadata={**(collection.metadata or {}), VERSION_KEY: str(time.time_ns())})
             self._release_handles()
         return True
 
@@ -217,11 +219,12 @@ class Store:
         with exclusive_lock(self.folder / "rebuild.lock"):
             if (self.catalog.source_state(name, MIRROR_STATE) or {}).get("version") == version:
                 return  # another search rebuilt it meanwhile
+            pages = [collection.get(include=["documents", "metadatas"], limit=1000, offset=offset)
+                     for offset in range(0, collection.count(), 1000)]
             self.catalog.delete_collection(name)
-            for offset in range(0, collection.count(), 1000):
-                page = collection.get(include=["documents", "metadatas"], limit=1000, offset=offset)
-                self.catalog.replace_documents(name, _keyword_documents(page))
+            self.catalog.replace_documents(name, _keyword_documents(pages))
             self.catalog.set_source_state(name, MIRROR_STATE, {"version": version})
+
 
 def stored_fingerprint(collection) -> dict | None:
     raw = (collection.metadata or {}).get(FINGERPRINT_KEY)
@@ -249,8 +252,10 @@ def verify(folder: Path, server: ChromaServer | None = None) -> None:
     """
     store = Store(folder, writable=False, server=server)
     try:
-        for collection in store.client.list_collections():
-            name = collection.name
+        for name in COLLECTIONS:
+            collection = store.collection(name)
+            if collection is None:
+                continue
             chunks = store.catalog.chunk_count(name)
             keyword_ids = store.catalog.keyword_index_ids(name)
             if server is None:
@@ -273,20 +278,19 @@ def verify(folder: Path, server: ChromaServer | None = None) -> None:
         store._release_handles()
 
 
-
-def _keyword_documents(page: dict) -> list[tuple[DocumentRecord, list[ChunkRecord]]]:
-    """Catalog rows for a page of a server collection: its chunks grouped by file, with their terms."""
+def _keyword_documents(pages: list[dict]) -> list[tuple[DocumentRecord, list[ChunkRecord]]]:
+    """Catalog rows for a server collection: its chunks grouped by file, with their keyword terms."""
     documents: dict[str, tuple[DocumentRecord, list[ChunkRecord]]] = {}
-    for chunk_id, text, metadata in zip(page["ids"], page["documents"], page["metadatas"], strict=True):
-        metadata = metadata or {}
-        source_id, file = metadata.get("source_id", ""), metadata.get("file", "")
-        key = f"{source_id}:{file}"
-        if key not in documents:
-            documents[key] = (DocumentRecord(key, source_id, file, None, None, "", 0, metadata.get("indexed_at", "")), [])
-        record, chunks = documents[key]
-        heading = metadata.get("heading", "")
-        embedded = f"{heading}\n\n{text}" if heading else text or ""  # what the index run embedded (Chunk.embed_text)
-        chunks.append(ChunkRecord(chunk_id, int(metadata.get("chunk_index", 0)), "", " ".join(lexical.terms(embedded)), source_id,
-                                  metadata.get("date_ts")))
-        record.chunk_count += 1
+    for page in pages:
+        for chunk_id, text, metadata in zip(page["ids"], page["documents"], page["metadatas"], strict=True):
+            metadata = metadata or {}
+            source_id, file = metadata.get("source_id", ""), metadata.get("file", "")
+            key = f"{source_id}:{file}"
+            if key not in documents:
+                documents[key] = (DocumentRecord(key, source_id, file, None, None, "", 0, metadata.get("indexed_at", "")), [])
+            record, chunks = documents[key]
+            embedded = Chunk(text or "", metadata.get("heading", "")).embed_text  # what the index run embedded
+            terms = " ".join(lexical.terms(embedded))
+            chunks.append(ChunkRecord(chunk_id, int(metadata.get("chunk_index", 0)), "", terms, source_id, metadata.get("date_ts")))
+            record.chunk_count += 1
     return list(documents.values())
