@@ -73,8 +73,8 @@ def test_shipped_service_runs_both_indexers_at_low_priority():
     lines = settings((SHIPPED / "rag-index.service").read_text())
     python = "%h/.claude/skills/rag-search/.venv/bin/python"
     assert [line for line in lines if line.startswith("ExecStart=")] == [
-        f"ExecStart={python} %h/.claude/skills/rag-search/scripts/index_docs.py --all --quiet",
-        f"ExecStart={python} %h/.claude/skills/rag-search/scripts/index_personal.py --quiet",
+        f"ExecStart={python} %h/.claude/skills/rag-search/scripts/index_docs.py --all --quiet --wait 3600",
+        f"ExecStart={python} %h/.claude/skills/rag-search/scripts/index_personal.py --quiet --wait 3600",
     ]
     for setting in ("Type=oneshot", "SuccessExitStatus=9", "Nice=19", "CPUSchedulingPolicy=idle", "IOSchedulingClass=idle"):
         assert setting in lines
@@ -97,7 +97,7 @@ def test_rendered_units_pass_systemd_analyze_verify(isolated_home, tmp_path, uni
     result = install("--unit-dir", unit_dir, "--data-dir", tmp_path / "data")
     assert result.code == 0, result
     service = (unit_dir / "rag-index.service").read_text()
-    assert f"ExecStart={PROJECT}/.venv/bin/python {PROJECT}/scripts/index_docs.py --all --quiet" in service
+    assert f"ExecStart={PROJECT}/.venv/bin/python {PROJECT}/scripts/index_docs.py --all --quiet --wait 3600" in service
     assert not any("%h" in line for line in settings(service))
     checked = verify([unit_dir / name for name in UNITS], isolated_home, tmp_path)
     assert (checked.returncode, checked.stderr) == (0, "")
