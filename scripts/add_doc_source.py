@@ -55,9 +55,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--pages", nargs="+", metavar="PAGE", help="web: pages relative to --base-url (space or comma separated)")
     parser.add_argument("--sitemap", help="web: a sitemap URL, relative to --base-url or absolute")
     parser.add_argument("--index", action="store_true", help="index the source right after registering it")
-    parser.add_argument("--quiet", action="store_true", help="no progress output while indexing")
     parser.add_argument("--sources", metavar="PATH", help="the registry file (default: see below)")
-    cli.add_wait_argument(parser)
+    cli.add_index_run_arguments(parser)
     return parser
 
 

@@ -35,9 +35,8 @@ def build_parser() -> argparse.ArgumentParser:
     which.add_argument("--all", action="store_true", help="every registered source")
     which.add_argument("--source", action="append", metavar="ID", help="one source id (repeatable)")
     parser.add_argument("--full", action="store_true", help="ignore saved state (commits, ETags, mtimes) and index every document again")
-    parser.add_argument("--quiet", action="store_true", help="no progress output; warnings and errors still go to stderr")
     parser.add_argument("--sources", metavar="PATH", help="the registry file (default: see below)")
-    cli.add_wait_argument(parser)
+    cli.add_index_run_arguments(parser)
     return parser
 
 

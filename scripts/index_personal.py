@@ -30,8 +30,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = cli.make_parser("index_personal.py", __doc__, EPILOG)
     parser.add_argument("roots", nargs="*", metavar="ROOT", help="folders to index (default: see below)")
     parser.add_argument("--full", action="store_true", help="rebuild the personal collection from scratch")
-    parser.add_argument("--quiet", action="store_true", help="no progress output; warnings and errors still go to stderr")
-    cli.add_wait_argument(parser)
+    cli.add_index_run_arguments(parser)
     return parser
 
 

@@ -48,8 +48,9 @@ def make_parser(prog: str, description: str, epilog: str, chroma_url: bool = Tru
     return parser
 
 
-def add_wait_argument(parser: argparse.ArgumentParser) -> None:
-    """--wait for scripts that write the index: one index run writes at a time."""
+def add_index_run_arguments(parser: argparse.ArgumentParser) -> None:
+    """--quiet and --wait, for the scripts that write the index (one index run writes at a time)."""
+    parser.add_argument("--quiet", action="store_true", help="no progress output; warnings and errors still go to stderr")
     parser.add_argument(
         "--wait", type=float, default=30.0, metavar="SECONDS",
         help="how long to wait for another index run to finish before giving up with exit 8 (default 30)",
