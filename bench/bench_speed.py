@@ -32,9 +32,9 @@ PROJECT = Path(__file__).resolve().parents[1]
 SCRIPTS = PROJECT / "scripts"
 sys.path.insert(0, str(SCRIPTS))
 
-from rag_search.embedding import find_model, query_embedder  # noqa: E402
-from rag_search.retrieval import SearchOptions, open_collections, search  # noqa: E402
-from rag_search.store import Store, fingerprint  # noqa: E402
+from rag_search.config import load_settings  # noqa: E402
+from rag_search.retrieval import Searcher, SearchOptions  # noqa: E402
+from rag_search.store import Store  # noqa: E402
 
 SCIFACT = PROJECT.parent / "shared" / "bench" / "scifact"
 FILES = 5000
@@ -128,24 +128,21 @@ def main() -> int:
         report["one_file_changed_embedded"] = changed["embedded"]
         report["chunks"] = changed["chunks"]
 
-        store = Store.open_for_reading(data)
-        chroma_folder = str(store.chroma_path)
+        store = Store.open_for_reading(load_settings(data_dir=str(data)), "personal")
+        chroma_folder = str(store.folder / "chroma")
         store.close()
         report["cold_search"] = timed_runs([python, str(SCRIPTS / "search.py"), QUERIES[0]], env, args.runs)
         report["cold_naive"] = timed_runs([python, str(PROJECT / "bench" / "naive_search.py"), chroma_folder, "personal", QUERIES[0]],
                                           env, max(5, args.runs // 3))
         report["speedup_p50"] = round(report["cold_naive"]["p50_s"] / report["cold_search"]["p50_s"], 1)
 
-        model = find_model()
-        store = Store.open_for_reading(data)
-        collections, _ = open_collections(store, "personal", fingerprint(model))
-        embedder = query_embedder(data, model)
+        searcher = Searcher(load_settings(data_dir=str(data)), "personal")
         latencies = []
         for query in QUERIES * 5:
             started = time.perf_counter()
-            search(store, collections, query, embedder.embed([query])[0], SearchOptions())
+            searcher.search(query, SearchOptions())
             latencies.append((time.perf_counter() - started) * 1000)
-        store.close()
+        searcher.close()
         latencies = sorted(latencies[len(QUERIES):])  # the first round warms caches
         report["in_process_query_ms"] = {"p50": round(statistics.median(latencies), 1),
                                          "p95": round(latencies[int(0.95 * (len(latencies) - 1))], 1)}

@@ -29,10 +29,12 @@ from pathlib import Path
 PROJECT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(PROJECT / "scripts"))
 
-from rag_search.embedding import find_model, query_embedder  # noqa: E402
-from rag_search.indexer import IndexWriter, Pipeline, SourceDocument  # noqa: E402
-from rag_search.retrieval import MODES, SearchOptions, open_collections, search  # noqa: E402
-from rag_search.store import Store, fingerprint, make_private_dir  # noqa: E402
+from rag_search.config import load_settings  # noqa: E402
+from rag_search.embedding import find_model  # noqa: E402
+from rag_search.indexer import IndexWriter, SourceDocument  # noqa: E402
+from rag_search.retrieval import MODES, Searcher, SearchOptions, search  # noqa: E402
+from rag_search.runs import index_run  # noqa: E402
+from rag_search.store import fingerprint  # noqa: E402
 
 DEFAULT_DATA = PROJECT.parent / "shared" / "bench" / "scifact"
 COLLECTION = "docs"
@@ -54,16 +56,16 @@ def read_qrels(path: Path) -> dict[str, dict[str, int]]:
     return qrels
 
 
-def build_index(data_dir: Path, corpus_file: Path, pipeline: Pipeline) -> dict:
-    """Index the corpus unless data_dir already holds it (same corpus file size and mtime)."""
+def build_index(data_dir: Path, corpus_file: Path) -> dict:
+    """Index the corpus unless data_dir already holds it (same corpus file size and model fingerprint)."""
     marker = data_dir / "beir-corpus.json"
-    stamp = {"corpus": str(corpus_file), "size": corpus_file.stat().st_size, "fingerprint": pipeline.fingerprint}
+    stamp = {"corpus": str(corpus_file), "size": corpus_file.stat().st_size, "fingerprint": fingerprint(find_model())}
     if marker.is_file() and json.loads(marker.read_text()).get("stamp") == stamp:
         return json.loads(marker.read_text())["indexing"]
     started = time.monotonic()
-    store = Store.open_for_writing(data_dir)
     documents = read_jsonl(corpus_file)
-    with IndexWriter(store, COLLECTION, pipeline, full=True) as writer:
+    with index_run(load_settings(data_dir=str(data_dir)), COLLECTION, fresh=True) as run:
+        writer = IndexWriter(run.store, run.pipeline)
         for number, doc in enumerate(documents, start=1):
             title, text = doc.get("title", "").strip(), doc.get("text", "").strip()
             body = f"# {title}\n\n{text}" if title else text
@@ -73,14 +75,10 @@ def build_index(data_dir: Path, corpus_file: Path, pipeline: Pipeline) -> dict:
             ))
             if number % 1000 == 0:
                 print(f"indexed {number}/{len(documents)} documents", file=sys.stderr)
-    indexing = {
-        "documents": len(documents),
-        "chunks": store.catalog.chunk_count(COLLECTION),
-        "seconds": round(time.monotonic() - started, 1),
-    }
+        writer.flush()
+        chunks = run.store.chunk_count()
+    indexing = {"documents": len(documents), "chunks": chunks, "seconds": round(time.monotonic() - started, 1)}
     indexing["chunks_per_second"] = round(indexing["chunks"] / indexing["seconds"], 1)
-    store.commit()
-    store.close()
     marker.write_text(json.dumps({"stamp": stamp, "indexing": indexing}))
     return indexing
 
@@ -98,13 +96,13 @@ def metrics(ranked: list[str], relevant: dict[str, int]) -> dict[str, float]:
     }
 
 
-def evaluate(store, collections, queries, vectors, qrels, options: SearchOptions) -> dict:
+def evaluate(stores, queries, vectors, qrels, options: SearchOptions) -> dict:
     """Mean metrics and retrieval latency (embedding excluded) over the queries."""
     totals = {"ndcg@10": 0.0, "recall@10": 0.0, "mrr@10": 0.0}
     latencies = []
     for query_id, text in queries:
         started = time.perf_counter()
-        result = search(store, collections, text, vectors[query_id], options)
+        result = search(stores, text, vectors[query_id], options)
         latencies.append((time.perf_counter() - started) * 1000)
         for name, value in metrics([hit.metadata["file"] for hit in result.hits], qrels[query_id]).items():
             totals[name] += value
@@ -128,37 +126,34 @@ def main() -> int:
     model = find_model()
     with tempfile.TemporaryDirectory(prefix="rag-eval-") as temp:
         data_dir = args.index_dir or Path(temp)
-        make_private_dir(data_dir)
-        pipeline = Pipeline(model, data_dir)
-        indexing = build_index(data_dir, args.data / "corpus.jsonl", pipeline)
+        indexing = build_index(data_dir, args.data / "corpus.jsonl")
         qrels = read_qrels(args.data / "qrels" / f"{args.split}.tsv")
         queries = [(q["_id"], q["text"]) for q in read_jsonl(args.data / "queries.jsonl") if q["_id"] in qrels]
 
         embed_ms = []
         vectors = {}
-        embedder = query_embedder(data_dir, model)
+        searcher = Searcher(load_settings(data_dir=str(data_dir)), COLLECTION)
+        embedder = searcher.embedder
         embedder.embed(["warm up"])
         for query_id, text in queries:
             started = time.perf_counter()
             vectors[query_id] = embedder.embed([text])[0]
             embed_ms.append((time.perf_counter() - started) * 1000)
 
-        store = Store.open_for_reading(data_dir)
-        collections, _ = open_collections(store, COLLECTION, fingerprint(model))
         defaults = SearchOptions(top_k=K, per_file=1)
         results = {}
         for mode in args.modes:
             options = SearchOptions(**{**vars(defaults), "mode": mode})
-            evaluate(store, collections, queries[:20], vectors, qrels, options)  # warm caches
-            results[mode] = evaluate(store, collections, queries, vectors, qrels, options)
+            evaluate(searcher.stores, queries[:20], vectors, qrels, options)  # warm caches
+            results[mode] = evaluate(searcher.stores, queries, vectors, qrels, options)
         grid = []
         if args.grid:
             for depth, rrf_k, lexical_weight in itertools.product((30, 50, 100), (10, 30, 60, 100), (0.5, 0.75, 1.0, 1.5, 2.0)):
                 options = SearchOptions(**{**vars(defaults), "depth": depth, "rrf_k": rrf_k, "lexical_weight": lexical_weight})
                 grid.append({"depth": depth, "rrf_k": rrf_k, "lexical_weight": lexical_weight,
-                             **evaluate(store, collections, queries, vectors, qrels, options)})
+                             **evaluate(searcher.stores, queries, vectors, qrels, options)})
             grid.sort(key=lambda row: row["ndcg@10"], reverse=True)
-        store.close()
+        searcher.close()
 
     report = {
         "collection": str(args.data),

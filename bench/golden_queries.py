@@ -19,10 +19,8 @@ from pathlib import Path
 PROJECT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(PROJECT / "scripts"))
 
-from rag_search.config import data_dir  # noqa: E402
-from rag_search.embedding import find_model, query_embedder  # noqa: E402
-from rag_search.retrieval import MODES, SearchOptions, open_collections, search  # noqa: E402
-from rag_search.store import Store, fingerprint  # noqa: E402
+from rag_search.config import load_settings  # noqa: E402
+from rag_search.retrieval import MODES, Searcher, SearchOptions  # noqa: E402
 
 
 def read_golden(path: Path) -> list[tuple[str, list[str]]]:
@@ -53,16 +51,12 @@ def main() -> int:
     args = parser.parse_args()
 
     golden = read_golden(args.golden)
-    folder = data_dir(args.data_dir)
-    model = find_model()
-    store = Store.open_for_reading(folder)
-    collections, _ = open_collections(store, args.index, fingerprint(model))
-    embedder = query_embedder(folder, model)
+    searcher = Searcher(load_settings(data_dir=args.data_dir), args.index)
     hits = {1: 0, 3: 0, args.k: 0}
     reciprocal = 0.0
     misses = []
     for query, expected in golden:
-        result = search(store, collections, query, embedder.embed([query])[0], SearchOptions(top_k=args.k, mode=args.mode))
+        result = searcher.search(query, SearchOptions(top_k=args.k, mode=args.mode))
         rank = next((rank for rank, item in enumerate(result.hits, start=1) if matches(item, expected)), None)
         if rank is None:
             misses.append({"query": query, "expected": expected, "got": [item.metadata.get("file") for item in result.hits]})
@@ -70,7 +64,7 @@ def main() -> int:
         reciprocal += 1.0 / rank
         for k in hits:
             hits[k] += rank <= k
-    store.close()
+    searcher.close()
     count = len(golden)
     report = {"queries": count, **{f"hit@{k}": round(n / count, 4) for k, n in sorted(hits.items())},
               f"mrr@{args.k}": round(reciprocal / count, 4), "mode": args.mode, "misses": misses}

@@ -55,14 +55,12 @@ def mutate(root: Path, rng: random.Random, counter: list[int]) -> None:
 
 def searcher(data: Path, stop: Path, mode: str, seed: int) -> int:
     """Loop searches until `stop` exists; print {"searches", "failures", "errors"} as JSON."""
-    from rag_search.embedding import find_model, query_embedder
-    from rag_search.retrieval import SearchOptions, open_collections, search
-    from rag_search.store import Store, fingerprint
+    from rag_search.config import load_settings
+    from rag_search.retrieval import Searcher, SearchOptions
 
     rng = random.Random(seed)
     stats = {"mode": mode, "searches": 0, "failures": 0, "errors": []}
-    model = find_model()
-    embedder = None
+    settings = load_settings(data_dir=str(data))
     while not stop.exists():
         query = rng.choice(QUERIES)
         try:
@@ -72,14 +70,12 @@ def searcher(data: Path, stop: Path, mode: str, seed: int) -> int:
                 if completed.returncode != 0 or not json.loads(completed.stdout)["results"]:
                     raise RuntimeError(f"search.py exit {completed.returncode}: {completed.stderr.strip()[-300:]}")
             else:
-                store = Store.open_for_reading(data)
+                searcher = Searcher(settings, "personal")
                 try:
-                    collections, _ = open_collections(store, "personal", fingerprint(model))
-                    embedder = embedder or query_embedder(data, model)
-                    if not search(store, collections, query, embedder.embed([query])[0], SearchOptions()).hits:
+                    if not searcher.search(query, SearchOptions()).hits:
                         raise RuntimeError("no results")
                 finally:
-                    store.close()
+                    searcher.close()
             stats["searches"] += 1
         except Exception as exc:  # counted, not raised: the soak reports every failure
             stats["failures"] += 1
@@ -90,14 +86,13 @@ def searcher(data: Path, stop: Path, mode: str, seed: int) -> int:
 
 def index_contents(data: Path) -> dict:
     """Chunk id -> (text, metadata without indexed_at), plus the keyword index's ids."""
+    from rag_search.config import load_settings
     from rag_search.store import Store
 
-    store = Store.open_for_reading(data)
+    store = Store.open_for_reading(load_settings(data_dir=str(data)), "personal")
     try:
-        found = store.collection("personal").get(include=["documents", "metadatas"])
-        chunks = {i: (text, {k: v for k, v in meta.items() if k != "indexed_at"})
-                  for i, text, meta in zip(found["ids"], found["documents"], found["metadatas"], strict=True)}
-        return {"chunks": chunks, "keywords": sorted(store.catalog.keyword_index_ids("personal"))}
+        chunks = {chunk.id: (chunk.text, {k: v for k, v in chunk.metadata.items() if k != "indexed_at"}) for chunk in store.all_chunks()}
+        return {"chunks": chunks, "keywords": sorted(store.keyword_ids())}
     finally:
         store.close()
 

@@ -11,7 +11,6 @@ from rag_search.cli import use_project_venv
 use_project_venv()
 
 from rag_search import cli  # noqa: E402
-from rag_search.config import chroma_server, data_dir  # noqa: E402
 from rag_search.errors import EXIT_PARTIAL, ConfigError, IndexNotBuilt  # noqa: E402
 
 log = logging.getLogger("rag_search")
@@ -67,16 +66,14 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def dispatch(args: argparse.Namespace) -> int:
-    from rag_search import registry
-
-    registry_file = registry.registry_path(args.sources)
+    settings = cli.settings(args)
     if args.list:
-        return list_sources(args, registry_file)
+        return list_sources(settings)
     if args.remove:
-        return remove(args, registry_file)
+        return remove(args.remove, settings)
     if not args.id:
         raise ConfigError("--id is required to add or update a source", hint="see add_doc_source.py --help")
-    return add_or_update(args, registry_file)
+    return add_or_update(args, settings)
 
 
 def given_fields(args: argparse.Namespace) -> dict:
@@ -86,112 +83,85 @@ def given_fields(args: argparse.Namespace) -> dict:
     return fields
 
 
-def add_or_update(args: argparse.Namespace, registry_file) -> int:
+def add_or_update(args: argparse.Namespace, settings) -> int:
     from rag_search import registry
 
     fields = given_fields(args)
     result: dict = {}
 
     def change(reg: registry.Registry) -> None:
-        existing = reg.get(args.id)
         if args.update:
-            if existing is None:
-                raise ConfigError(f"no source with id {args.id!r} in {registry_file}", hint="add it without --update")
-            existing.update(fields)
-            result.update(action="updated", source=existing)
+            spec = reg.update(args.id, fields)
         else:
-            if existing is not None:
-                raise ConfigError(f"a source with id {args.id!r} already exists", hint="use --update to change it")
-            entry = {"id": args.id, **fields}
-            reg.sources.append(entry)
-            result.update(action="added", source=entry)
+            spec = reg.add({"id": args.id, **fields})
+        result.update(action="updated" if args.update else "added", source=reg.describe(args.id), spec=spec)
 
-    registry.update(registry_file, change)
-    result["registry"] = str(registry_file)
+    registry.update(settings.registry, change)
+    spec = result.pop("spec")
+    result["registry"] = str(settings.registry)
     code = 0
     if args.index:
-        result["index"] = index_one(args, registry_file, result["source"])
+        result["index"] = index_one(args, settings, spec)
         code = 0 if result["index"]["status"] == "ok" else EXIT_PARTIAL
     cli.emit_json(result)
     return code
 
 
-def index_one(args: argparse.Namespace, registry_file, source: dict) -> dict:
-    from rag_search.config import load_config
-    from rag_search.embedding import find_model
-    from rag_search.indexer import Pipeline
-    from rag_search.sources.docs import index_sources, record_completions
-    from rag_search.store import Store
+def index_one(args: argparse.Namespace, settings, spec) -> dict:
+    from rag_search.runs import index_run
+    from rag_search.sources.docs import COLLECTION, index_sources, record_runs
 
-    model = find_model()
-    folder = data_dir(args.data_dir)
-    store = Store.open_for_writing(folder, args.wait, chroma_server(args.chroma_url))
-    try:
-        pipeline = Pipeline(model, folder)
-        summaries = index_sources(store, pipeline, [source], folder, load_config(), quiet=args.quiet)
-        store.commit()
-    finally:
-        store.close()
-    record_completions(registry_file, summaries)
+    with index_run(settings, COLLECTION) as run:
+        summaries = index_sources(run.store, run.pipeline, [spec], settings, quiet=args.quiet)
+    record_runs(settings.registry, summaries)
     return summaries[0]
 
 
-def list_sources(args: argparse.Namespace, registry_file) -> int:
+def list_sources(settings) -> int:
     from rag_search import registry
     from rag_search.sources.docs import COLLECTION
     from rag_search.store import Store
 
-    reg = registry.load(registry_file)
+    reg = registry.load(settings.registry)
     try:
-        store = Store.open_for_reading(data_dir(args.data_dir))
+        store = Store.open_for_reading(settings, COLLECTION)
     except IndexNotBuilt:
         store = None
     sources = []
-    for source in reg.sources:
+    for spec in reg.sources:
         indexed = None
         if store is not None:
-            documents = store.catalog.documents(COLLECTION, source["id"])
-            state = store.catalog.source_state(COLLECTION, source["id"]) or {}
             indexed = {
-                "documents": len(documents),
-                "chunks": store.catalog.chunk_count(COLLECTION, source["id"]),
-                "commit": state.get("commit"),
+                "documents": len(store.documents(spec.id)),
+                "chunks": store.chunk_count(spec.id),
+                "commit": (store.source_state(spec.id) or {}).get("commit"),
             }
-        sources.append({**source, "indexed": indexed})
+        sources.append({**reg.describe(spec.id), "indexed": indexed})
     if store is not None:
         store.close()
-    cli.emit_json({"registry": str(registry_file), "sources": sources})
+    cli.emit_json({"registry": str(settings.registry), "sources": sources})
     return 0
 
 
-def remove(args: argparse.Namespace, registry_file) -> int:
+def remove(source_id: str, settings) -> int:
     from rag_search import registry
-    from rag_search.indexer import remove_source
+    from rag_search.runs import index_run
     from rag_search.sources.docs import COLLECTION, cache_dir
     from rag_search.store import Store
 
-    source_id = args.remove
-    reg = registry.load(registry_file)
-    folder = data_dir(args.data_dir)
+    reg = registry.load(settings.registry)
     chunks_removed = 0
     known_in_index = False
-    if (folder / "CURRENT").exists():
-        store = Store.open_for_writing(folder, args.wait, chroma_server(args.chroma_url))
-        try:
-            known_in_index = source_id in store.catalog.source_ids(COLLECTION)
-            chunks_removed = remove_source(store, COLLECTION, source_id)
-            store.commit()
-        finally:
-            store.close()
+    if Store.is_built(settings, COLLECTION):
+        with index_run(settings, COLLECTION) as run:
+            known_in_index = source_id in run.store.source_ids()
+            chunks_removed = run.store.remove_source(source_id)
     if reg.get(source_id) is None and not known_in_index:
-        raise ConfigError(f"no source with id {source_id!r} in {registry_file} or in the index", hint="see add_doc_source.py --list")
-    shutil.rmtree(cache_dir(folder, source_id), ignore_errors=True)
-
-    def change(current: registry.Registry) -> None:
-        current.sources[:] = [source for source in current.sources if source.get("id") != source_id]
-
-    registry.update(registry_file, change)
-    cli.emit_json({"action": "removed", "id": source_id, "chunks_removed": chunks_removed, "registry": str(registry_file)})
+        raise ConfigError(f"no source with id {source_id!r} in {settings.registry} or in the index", hint="see add_doc_source.py --list")
+    shutil.rmtree(cache_dir(settings.data_dir, source_id), ignore_errors=True)
+    if reg.get(source_id) is not None:
+        registry.update(settings.registry, lambda current: current.remove(source_id))
+    cli.emit_json({"action": "removed", "id": source_id, "chunks_removed": chunks_removed, "registry": str(settings.registry)})
     return 0
 
 

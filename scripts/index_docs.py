@@ -11,8 +11,7 @@ from rag_search.cli import use_project_venv
 use_project_venv()
 
 from rag_search import cli  # noqa: E402
-from rag_search.config import chroma_server, data_dir, load_config  # noqa: E402
-from rag_search.errors import EXIT_PARTIAL, ConfigError  # noqa: E402
+from rag_search.errors import EXIT_PARTIAL, ConfigError, SourceFailed  # noqa: E402
 
 log = logging.getLogger("rag_search")
 
@@ -20,9 +19,12 @@ EPILOG = """registry, first found wins: --sources > RAG_SEARCH_SOURCES > referen
 (in the skill folder). Register sources with add_doc_source.py.
 
 Each source is refreshed on its own: git sources fetch their version and index the
-diff since the last indexed commit, web pages are fetched conditionally (ETag /
+files whose git blob changed since the last run, web pages are fetched conditionally (ETag /
 Last-Modified), local folders are compared by size, mtime and content. A source that
-fails is reported and keeps what it indexed before; the others still index.
+fails is reported and keeps what it indexed before; the others still index. A source
+that lists nothing, or less than half of what it had (a sitemap or a docs folder
+gone), is taken for an outage: it fails and keeps its chunks unless --allow-shrink
+(or --full) says so; an incomplete listing (an unreadable sitemap) removes nothing.
 With --all, sources no longer in the registry are removed from the index.
 
 stdout: one JSON document {"sources": [one summary per source], "removed_sources",
@@ -34,9 +36,10 @@ def build_parser() -> argparse.ArgumentParser:
     which = parser.add_mutually_exclusive_group(required=True)
     which.add_argument("--all", action="store_true", help="every registered source")
     which.add_argument("--source", action="append", metavar="ID", help="one source id (repeatable)")
-    parser.add_argument("--full", action="store_true", help="ignore saved state (commits, ETags, mtimes) and index every document again")
+    parser.add_argument("--full", action="store_true",
+                        help="index every document again, ignoring saved state; with --all, rebuild the docs index from scratch")
     parser.add_argument("--sources", metavar="PATH", help="the registry file (default: see below)")
-    cli.add_index_run_arguments(parser)
+    cli.add_index_run_arguments(parser, allow_shrink=True)
     return parser
 
 
@@ -48,48 +51,43 @@ def main(argv: list[str] | None = None) -> int:
 
 def index(args: argparse.Namespace) -> int:
     from rag_search import registry
-    from rag_search.embedding import find_model
-    from rag_search.indexer import IndexWriter, Pipeline
-    from rag_search.sources.docs import COLLECTION, index_sources, prune_sources, record_completions
-    from rag_search.store import Store
+    from rag_search.runs import index_run
+    from rag_search.sources.docs import COLLECTION, index_sources, prune_sources, record_runs
 
     started = time.monotonic()
-    config = load_config()
-    for warning in config.warnings:
+    settings = cli.settings(args)
+    for warning in settings.warnings:
         log.warning(warning)
-    registry_file = registry.registry_path(args.sources)
-    reg = registry.load(registry_file)
+    reg = registry.load(settings.registry)
     if args.all:
         selected = reg.sources
         if not selected:
-            log.warning("no doc sources registered in %s (add one with add_doc_source.py)", registry_file)
+            log.warning("no doc sources registered in %s (add one with add_doc_source.py)", settings.registry)
     else:
         unknown = [source_id for source_id in args.source if reg.get(source_id) is None]
         if unknown:
             raise ConfigError(
-                f"unknown source id(s) {', '.join(unknown)} in {registry_file}", hint="list them with add_doc_source.py --list"
+                f"unknown source id(s) {', '.join(unknown)} in {settings.registry}", hint="list them with add_doc_source.py --list"
             )
         selected = [reg.get(source_id) for source_id in dict.fromkeys(args.source)]
 
-    model = find_model()
-    folder = data_dir(args.data_dir)
-    store = Store.open_for_writing(folder, args.wait, chroma_server(args.chroma_url))
-    try:
-        pipeline = Pipeline(model, folder)
-        with IndexWriter(store, COLLECTION, pipeline):
-            pass  # the collection exists (and has the right fingerprint) even with no sources
-        summaries = index_sources(store, pipeline, selected, folder, config, full=args.full, quiet=args.quiet)
-        removed = prune_sources(store, folder, {source["id"] for source in reg.sources}) if args.all else []
-        store.commit()
-    finally:
-        store.close()
-    record_completions(registry_file, summaries)
-    failed = [summary["id"] for summary in summaries if summary["status"] != "ok"]
+    rebuild = args.full and args.all
+    with index_run(settings, COLLECTION, fresh=rebuild) as run:
+        run.store.prepare(run.pipeline.fingerprint)  # the collection exists (with this model's fingerprint) even with no sources
+        summaries = index_sources(run.store, run.pipeline, selected, settings, full=args.full, allow_shrink=args.allow_shrink,
+                                  quiet=args.quiet)
+        failed = [summary["id"] for summary in summaries if summary["status"] != "ok"]
+        if rebuild and failed and not args.allow_shrink:
+            raise SourceFailed(f"the rebuild could not index {', '.join(failed)}, so it was not published and nothing was lost",
+                               hint="fix or remove those sources and rerun, or pass --allow-shrink to publish the rebuild without them")
+        removed = prune_sources(run.store, settings.data_dir, {spec.id for spec in reg.sources}) if args.all else []
+    record_runs(settings.registry, summaries)
     cli.emit_json({
-        "registry": str(registry_file),
+        "registry": str(settings.registry),
         "sources": summaries,
         "removed_sources": removed,
         "failed": failed,
+        "published": run.published,
         "seconds": round(time.monotonic() - started, 2),
     })
     return EXIT_PARTIAL if failed else 0

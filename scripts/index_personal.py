@@ -10,7 +10,7 @@ from rag_search.cli import use_project_venv
 use_project_venv()
 
 from rag_search import cli  # noqa: E402
-from rag_search.config import chroma_server, data_dir, load_config, personal_roots  # noqa: E402
+from rag_search.errors import EXIT_PARTIAL  # noqa: E402
 
 log = logging.getLogger("rag_search")
 
@@ -22,15 +22,19 @@ EPILOG = """roots, first found wins:
 ignored: .git/, node_modules/, *.log, folders starting with . or _, the config's
 "ignore_patterns", and each root's .ragignore (full gitignore syntax, ! negates).
 
-stdout: one JSON summary (files seen, added, updated, unchanged, deleted,
-skipped with reasons, chunks, seconds). Progress and warnings go to stderr."""
+A root that lists no files, or less than half of what it had, is taken for an
+outage (an unmounted disk): it keeps its chunks and the run exits 9, unless
+--allow-shrink (or --full) says the files were removed on purpose.
+
+stdout: one JSON summary (files seen, added, updated, unchanged, moved, deleted,
+skipped with reasons, failed_roots, chunks, seconds). Progress and warnings go to stderr."""
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = cli.make_parser("index_personal.py", __doc__, EPILOG)
     parser.add_argument("roots", nargs="*", metavar="ROOT", help="folders to index (default: see below)")
     parser.add_argument("--full", action="store_true", help="rebuild the personal collection from scratch")
-    cli.add_index_run_arguments(parser)
+    cli.add_index_run_arguments(parser, allow_shrink=True)
     return parser
 
 
@@ -41,28 +45,19 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def index(args: argparse.Namespace) -> int:
-    from rag_search.embedding import find_model
-    from rag_search.indexer import Pipeline
-    from rag_search.sources.personal import check_roots, index_personal
-    from rag_search.store import Store
+    from rag_search.runs import index_run
+    from rag_search.sources.personal import COLLECTION, check_roots, index_personal
 
-    config = load_config()
-    for warning in config.warnings:
+    settings = cli.settings(args, roots=args.roots)
+    for warning in settings.warnings:
         log.warning(warning)
-    roots, origin = personal_roots(args.roots, config)
-    roots = check_roots(roots, origin)
-    log.info("using roots from %s: %s", origin, ", ".join(str(root) for root in roots))
-    model = find_model()
-    folder = data_dir(args.data_dir)
-    store = Store.open_for_writing(folder, args.wait, chroma_server(args.chroma_url))
-    try:
-        pipeline = Pipeline(model, folder)
-        summary = index_personal(store, pipeline, roots, config, full=args.full, quiet=args.quiet)
-        summary["published"] = store.commit()
-    finally:
-        store.close()
-    cli.emit_json({**summary, "roots_from": origin})
-    return 0
+    roots = check_roots(settings.personal_roots, settings.roots_origin)
+    log.info("using roots from %s: %s", settings.roots_origin, ", ".join(str(root) for root in roots))
+    with index_run(settings, COLLECTION, fresh=args.full) as run:
+        summary = index_personal(run.store, run.pipeline, roots, settings, full=args.full, allow_shrink=args.allow_shrink,
+                                 quiet=args.quiet)
+    cli.emit_json({**summary, "published": run.published, "roots_from": settings.roots_origin})
+    return EXIT_PARTIAL if summary["failed_roots"] else 0
 
 
 if __name__ == "__main__":

@@ -7,7 +7,6 @@ import re
 import shutil
 import subprocess
 import sys
-import tempfile
 import urllib.parse
 from pathlib import Path
 
@@ -16,6 +15,7 @@ from rag_search.cli import use_project_venv
 use_project_venv()
 
 from rag_search import cli  # noqa: E402
+from rag_search.atomic import write_atomically  # noqa: E402
 from rag_search.config import expand  # noqa: E402
 from rag_search.errors import ConfigError, StoreError  # noqa: E402
 
@@ -211,14 +211,7 @@ def write_if_changed(path: Path, text: str) -> bool:
         return False
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile("w", encoding="utf-8", dir=path.parent, prefix=f".{path.name}.", delete=False) as handle:
-            handle.write(text)
-            temporary = Path(handle.name)
-        try:
-            temporary.chmod(0o644)
-            os.replace(temporary, path)
-        finally:
-            temporary.unlink(missing_ok=True)
+        write_atomically(path, text, mode=0o644)
     except OSError as exc:
         raise StoreError(
             f"cannot write {path}: {exc.strerror or exc}", hint="fix the folder's permissions or choose another with --unit-dir"

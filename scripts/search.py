@@ -9,7 +9,6 @@ from rag_search.cli import use_project_venv
 use_project_venv()
 
 from rag_search import cli  # noqa: E402
-from rag_search.config import chroma_server, data_dir  # noqa: E402
 
 EPILOG = """output (JSON on stdout):
   {"query", "results": [{"rank", "score", "source", "file", "chunk", "metadata"}],
@@ -73,17 +72,15 @@ def main(argv: list[str] | None = None) -> int:
 
 def search(args: argparse.Namespace) -> int:
     from rag_search import output
-    from rag_search.config import load_config
     from rag_search.embedding import find_model, query_embedder
-    from rag_search.errors import StoreError
-    from rag_search.isolation import REPAIR_HINT, run_isolated
+    from rag_search.isolation import run_isolated
     from rag_search.rerank import CrossEncoderReranker, find_rerank_model
-    from rag_search.retrieval import SearchOptions, open_collections
+    from rag_search.retrieval import SearchOptions, open_stores
     from rag_search.retrieval import search as run_search
-    from rag_search.store import Store, fingerprint
+    from rag_search.store import fingerprint
 
-    config = load_config()
-    model = find_model()
+    settings = cli.settings(args, recency_half_life=args.recency_half_life)
+    model = find_model(settings.model_dir)
     expected = fingerprint(model)
     options = SearchOptions(
         top_k=args.top_k,
@@ -94,34 +91,28 @@ def search(args: argparse.Namespace) -> int:
         min_score=args.min_score,
         per_file=args.per_file,
         max_tokens=args.max_tokens,
-        recency_half_life_days=args.recency_half_life or config.recency_half_life_days,
+        recency_half_life_days=settings.recency_half_life_days,
     )
     rerank_model = None
     if args.rerank:
-        rerank_model, why_not = find_rerank_model(config)
+        rerank_model, why_not = find_rerank_model(settings)
         if rerank_model is None:
             print(f"note: --rerank ignored: {why_not}; keeping the fused order", file=sys.stderr)
-    folder = data_dir(args.data_dir)
-    server = chroma_server(args.chroma_url)
 
     def read_index(receive_vector):
         """In a child process (a damaged store must not crash us): open the index, then search."""
-        from chromadb.errors import ChromaError
-
-        store = Store.open_for_reading(folder, server)
+        stores, notes = open_stores(settings, args.index, expected)
         try:
-            collections, notes = open_collections(store, args.index, expected)
             for note in notes:
                 print(f"note: {note}", file=sys.stderr)
             reranker = CrossEncoderReranker(rerank_model) if rerank_model else None
-            return run_search(store, collections, args.query, receive_vector(), options, reranker)
-        except ChromaError as exc:
-            raise StoreError(f"the index cannot be read: {exc}", hint=REPAIR_HINT) from None
+            return run_search(stores, args.query, receive_vector(), options, reranker)
         finally:
-            store.close()
+            for store in stores.values():
+                store.close()
 
     # The parent embeds the query while the child opens ChromaDB (half a second of imports).
-    result = run_isolated(read_index, lambda: query_embedder(folder, model).embed([args.query])[0])
+    result = run_isolated(read_index, lambda: query_embedder(settings.data_dir, model).embed([args.query])[0])
     payload = output.result_payload(result, metadata_only=args.metadata_only, explain=args.explain)
     print(output.to_json(payload) if args.format == "json" else output.to_text(payload))
     return 0

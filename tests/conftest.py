@@ -4,11 +4,14 @@ Tests use real parts: ChromaDB on disk in tmp dirs, the real model, the
 scripts run as subprocesses from another working directory.
 """
 
+import http.client
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -61,22 +64,38 @@ def run_script(name: str, *args, cwd: Path | None = None, env: dict | None = Non
     return ScriptResult(completed)
 
 
+def add_source(*args):
+    """add_doc_source.py with these arguments, which must succeed; its JSON."""
+    result = run_script("add_doc_source.py", *args)
+    assert result.code == 0, result
+    return result.json
+
+
+def index_docs(data, *args):
+    return run_script("index_docs.py", "--data-dir", data, *args)
+
+
 _READ_STORE = """
 import json, sys
 sys.path.insert(0, sys.argv[1])
-from pathlib import Path
+from rag_search.config import load_settings
+from rag_search.errors import IndexNotBuilt
 from rag_search.store import Store
-store = Store.open_for_reading(Path(sys.argv[2]))
-collection = store.collection(sys.argv[3])
-found = collection.get(include=["metadatas", "documents"]) if collection else {"ids": [], "metadatas": [], "documents": []}
-print(json.dumps({i: {"metadata": m, "text": d} for i, m, d in zip(found["ids"], found["metadatas"], found["documents"])}))
+settings = load_settings(data_dir=sys.argv[2], chroma_url=sys.argv[4] or None)
+try:
+    store = Store.open_for_reading(settings, sys.argv[3])
+except IndexNotBuilt:
+    print("{}")
+    sys.exit(0)
+print(json.dumps({chunk.id: {"metadata": chunk.metadata, "text": chunk.text} for chunk in store.all_chunks()}))
+store.close()
 """
 
 
-def store_contents(data_dir: Path, collection: str = "personal") -> dict:
+def store_contents(data_dir: Path, collection: str = "personal", server: str | None = None) -> dict:
     """{chunk id: {"metadata", "text"}} read in a child process, as another reader would."""
     completed = subprocess.run(
-        [sys.executable, "-c", _READ_STORE, str(SCRIPTS), str(data_dir), collection],
+        [sys.executable, "-c", _READ_STORE, str(SCRIPTS), str(data_dir), collection, server or ""],
         capture_output=True, text=True, timeout=120,
     )
     assert completed.returncode == 0, completed.stderr
@@ -117,3 +136,33 @@ def example_data(example_index, tmp_path) -> Path:
     target = tmp_path / "data"
     shutil.copytree(example_index, target)
     return target
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def chroma_server(tmp_path_factory):
+    """`chroma run` from the installed package, on a free port, with its data in a tmp dir."""
+    port = free_port()
+    chroma = Path(sys.executable).parent / "chroma"
+    process = subprocess.Popen([str(chroma), "run", "--path", str(tmp_path_factory.mktemp("chroma-server")),
+                                "--host", "127.0.0.1", "--port", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            connection = http.client.HTTPConnection("127.0.0.1", port, timeout=1)
+            connection.request("GET", "/api/v2/heartbeat")
+            if connection.getresponse().status == 200:
+                break
+        except OSError:
+            time.sleep(0.2)
+    else:
+        process.kill()
+        pytest.fail("chroma run did not start")
+    yield f"http://127.0.0.1:{port}", port
+    process.terminate()
+    process.wait(timeout=30)

@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-from conftest import files_in_store, run_script, store_contents
+from conftest import add_source, files_in_store, index_docs, run_script, store_contents
 from gitrepo import GitRepo
 from webserver import DocsSite, Page, html_page
 
@@ -64,17 +64,7 @@ def k0s_repo(tmp_path) -> GitRepo:
     return repo
 
 
-def add_source(*args):
-    result = run_script("add_doc_source.py", *args)
-    assert result.code == 0, result
-    return result.json
-
-
-def index_docs(data, *args):
-    return run_script("index_docs.py", "--data-dir", data, *args)
-
-
-def test_git_source_end_to_end_and_incremental_from_the_diff(k0s_repo, tmp_path):
+def test_git_source_end_to_end_and_incremental_by_blob(k0s_repo, tmp_path):
     data = tmp_path / "data"
     added = add_source("--id", "k0s", "--name", "k0s Documentation", "--type", "git", "--url", k0s_repo.url,
                        "--path", "docs/", "--glob", "**/*.md")
@@ -84,7 +74,7 @@ def test_git_source_end_to_end_and_incremental_from_the_diff(k0s_repo, tmp_path)
     assert first.code == 0, first
     summary = first.json["sources"][0]
     first_commit = k0s_repo.git("rev-parse", "HEAD")
-    assert (summary["status"], summary["mode"], summary["commit"]) == ("ok", "full scan", first_commit)
+    assert (summary["status"], summary["commit"], summary["previous_commit"]) == ("ok", first_commit, None)
     assert (summary["files"], summary["added"]) == (4, 4)
     assert set(files_in_store(data, "docs")) == {"k0s/docs/upgrade.md", "k0s/docs/networking.md", "k0s/docs/storage.md", "k0s/docs/faq.md"}
     registry = json.loads((tmp_path / "home" / "sources.json").read_text())
@@ -107,9 +97,9 @@ def test_git_source_end_to_end_and_incremental_from_the_diff(k0s_repo, tmp_path)
     second_commit = k0s_repo.commit("second docs")
 
     second = index_docs(data, "--source", "k0s").json["sources"][0]
-    assert (second["mode"], second["previous_commit"], second["commit"]) == ("diff", first_commit, second_commit)
-    assert {k: second[k] for k in ("added", "updated", "deleted", "renamed", "unchanged")} == {
-        "added": 1, "updated": 1, "deleted": 1, "renamed": 1, "unchanged": 1,
+    assert (second["previous_commit"], second["commit"]) == (first_commit, second_commit)
+    assert {k: second[k] for k in ("added", "updated", "deleted", "moved", "unchanged")} == {
+        "added": 1, "updated": 1, "deleted": 1, "moved": 1, "unchanged": 1,
     }
     assert second["embedded"] <= 3, "only new text is embedded: the backup page and the MTU section"
     chunks = store_contents(data, "docs").values()
@@ -122,7 +112,7 @@ def test_git_source_end_to_end_and_incremental_from_the_diff(k0s_repo, tmp_path)
     assert any("MTU" in c["text"] for c in by_file["k0s/docs/networking.md"])
 
     third = index_docs(data, "--source", "k0s").json["sources"][0]
-    assert third["mode"] == "up to date" and third["embedded"] == 0
+    assert (third["unchanged"], third["embedded"], third["chunks_added"]) == (4, 0, 0)
 
 
 def test_a_missing_tag_fails_that_source_only_and_keeps_what_it_had(k0s_repo, tmp_path):
@@ -163,8 +153,9 @@ def test_web_source_end_to_end_with_conditional_refresh(tmp_path, isolated_home)
         assert first.code == 9, first
         summary = first.json["sources"][0]
         assert (summary["status"], summary["pages"], summary["added"]) == ("partial", 5, 3)
-        assert [page["url"] for page in summary["failed_pages"]] == [site.url + "slow/"]
-        assert "timed out" in summary["failed_pages"][0]["error"] or "gave up" in summary["failed_pages"][0]["error"]
+        assert [page["file"] for page in summary["failed_documents"]] == [site.url + "slow/"]
+        reason = summary["failed_documents"][0]["reason"]
+        assert "timed out" in reason or "gave up" in reason
         assert "missing/ is gone (HTTP 404)" in first.stderr
         registry = json.loads((isolated_home / "sources.json").read_text())["sources"][0]
         assert "last_indexed" not in registry, "an incomplete source does not move last_indexed"

@@ -1,12 +1,13 @@
 """Hybrid search end to end: keywords find identifiers, vectors find paraphrases, hybrid finds both."""
 
-import json
+import contextlib
+import sqlite3
 import subprocess
 import sys
 
 import pytest
 
-from conftest import SCRIPTS, run_script
+from conftest import run_script, store_contents
 
 NOTES = {
     "deploy.md": """# Deployment pipeline
@@ -90,20 +91,13 @@ def test_metadata_only_and_token_budget(notes_index):
     assert sum(len(item["chunk"]) for item in budget["results"]) <= 80 * 4
 
 
-_INDEX_IDS = """
-import json, sys
-sys.path.insert(0, sys.argv[1])
-from pathlib import Path
-from rag_search.store import Store
-store = Store.open_for_reading(Path(sys.argv[2]))
-vectors = set(store.collection("personal").get(include=[])["ids"])
-print(json.dumps({"vectors": sorted(vectors), "keywords": sorted(store.catalog.keyword_index_ids("personal"))}))
-"""
-
-
 def index_ids(data):
-    completed = subprocess.run([sys.executable, "-c", _INDEX_IDS, str(SCRIPTS), str(data)], capture_output=True, text=True, check=True)
-    return json.loads(completed.stdout)
+    """The chunk ids among the vectors (through the store) and in the keyword index (the catalog file itself)."""
+    vectors = set(store_contents(data))
+    generation = data / "personal" / "generations" / (data / "personal" / "CURRENT").read_text().strip()
+    with contextlib.closing(sqlite3.connect(generation / "catalog.sqlite")) as catalog:
+        keywords = {row[0] for row in catalog.execute("SELECT c.id FROM chunk_terms JOIN chunks c ON c.num = chunk_terms.rowid")}
+    return {"vectors": sorted(vectors), "keywords": sorted(keywords)}
 
 
 def test_keyword_and_vector_indexes_agree_after_add_change_and_delete(state_dir, tmp_path):

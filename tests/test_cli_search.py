@@ -81,11 +81,11 @@ _CHANGE_FINGERPRINT = """
 import json, sys
 sys.path.insert(0, sys.argv[1])
 from pathlib import Path
-from rag_search.store import FINGERPRINT_KEY, Store, stored_fingerprint
-store = Store.open_for_reading(Path(sys.argv[2]))
-collection = store.collection("personal")
-old = stored_fingerprint(collection)
-collection.modify(metadata={FINGERPRINT_KEY: json.dumps({**old, "model": "some-other-model", "dimension": 768})})
+from rag_search.vectors import FINGERPRINT_KEY, VectorIndex
+root = Path(sys.argv[2]) / "personal"
+vectors = VectorIndex.open_local(root / "generations" / (root / "CURRENT").read_text().strip() / "chroma", "personal")
+old = vectors.fingerprint()
+vectors.collection.modify(metadata={FINGERPRINT_KEY: json.dumps({**old, "model": "some-other-model", "dimension": 768})})
 """
 
 

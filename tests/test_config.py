@@ -2,7 +2,7 @@ import json
 
 import pytest
 
-from rag_search.config import data_dir, load_config, personal_roots
+from rag_search.config import DEFAULT_REGISTRY, load_settings
 from rag_search.errors import ConfigError
 
 
@@ -14,41 +14,76 @@ def write_config(home, data):
 
 
 def test_roots_precedence_cli_then_env_then_config_then_default(isolated_home, monkeypatch):
-    write_config(isolated_home, {"personal_roots": ["~/from-config"]})
+    config = write_config(isolated_home, {"personal_roots": ["~/from-config"]})
     monkeypatch.setenv("RAG_SEARCH_PERSONAL_DIRS", "~/env-a, ~/env-b")
-    config = load_config()
 
-    roots, origin = personal_roots(["~/cli"], config)
-    assert (roots, origin) == ([isolated_home / "cli"], "command line")
+    settings = load_settings(roots=["~/cli"])
+    assert (settings.personal_roots, settings.roots_origin) == ((isolated_home / "cli",), "command line")
 
-    roots, origin = personal_roots([], config)
-    assert roots == [isolated_home / "env-a", isolated_home / "env-b"]
-    assert origin == "RAG_SEARCH_PERSONAL_DIRS"
+    settings = load_settings()
+    assert settings.personal_roots == (isolated_home / "env-a", isolated_home / "env-b")
+    assert settings.roots_origin == "RAG_SEARCH_PERSONAL_DIRS"
 
     monkeypatch.delenv("RAG_SEARCH_PERSONAL_DIRS")
-    roots, origin = personal_roots([], config)
-    assert roots == [isolated_home / "from-config"]
-    assert origin.startswith("config file")
+    settings = load_settings()
+    assert settings.personal_roots == (isolated_home / "from-config",)
+    assert settings.roots_origin.startswith("config file")
 
-    config.personal_roots = []
-    roots, origin = personal_roots([], config)
-    assert (roots, origin) == ([isolated_home / ".claude" / "state"], "default")
+    config.unlink()
+    settings = load_settings()
+    assert (settings.personal_roots, settings.roots_origin) == ((isolated_home / ".claude" / "state",), "default")
 
 
-def test_data_dir_precedence(isolated_home, monkeypatch):
-    assert data_dir() == isolated_home / ".claude" / "data" / "rag-search"
-    monkeypatch.setenv("RAG_SEARCH_HOME", "~/elsewhere")
-    assert data_dir() == isolated_home / "elsewhere"
-    assert data_dir("~/flag") == isolated_home / "flag"
+@pytest.mark.parametrize(
+    "flag, env_name, key, attribute, default",
+    [
+        ("data_dir", "RAG_SEARCH_HOME", "data_dir", "data_dir", "{home}/.claude/data/rag-search"),
+        ("sources", "RAG_SEARCH_SOURCES", "sources", "registry", str(DEFAULT_REGISTRY)),
+        (None, "RAG_SEARCH_MODEL", "model", "model_dir", None),
+        (None, "RAG_SEARCH_RERANK_MODEL", "rerank_model", "rerank_model", None),
+    ],
+)
+def test_flag_beats_env_beats_file_beats_default(flag, env_name, key, attribute, default, isolated_home, monkeypatch):
+    monkeypatch.delenv(env_name, raising=False)
+    expected_default = default.format(home=isolated_home) if default else None
+    assert str(getattr(load_settings(), attribute) or "") == (expected_default or "")
+    write_config(isolated_home, {key: "~/from-file"})
+    assert getattr(load_settings(), attribute) == isolated_home / "from-file"
+    monkeypatch.setenv(env_name, "~/from-env")
+    assert getattr(load_settings(), attribute) == isolated_home / "from-env"
+    if flag:
+        assert getattr(load_settings(**{flag: "~/from-flag"}), attribute) == isolated_home / "from-flag"
+
+
+def test_chroma_url_precedence(isolated_home, monkeypatch):
+    assert load_settings().server is None
+    write_config(isolated_home, {"chroma_url": "http://file-host:1"})
+    assert load_settings().server.host == "file-host"
+    monkeypatch.setenv("RAG_SEARCH_CHROMA_URL", "http://env-host:2")
+    assert load_settings().server.host == "env-host"
+    assert load_settings(chroma_url="http://flag-host:3").server.port == 3
 
 
 def test_config_file_location_can_be_overridden(tmp_path, monkeypatch):
     path = tmp_path / "custom.json"
     path.write_text(json.dumps({"ignore_patterns": ["*.bak"], "max_file_bytes": 1000}))
     monkeypatch.setenv("RAG_SEARCH_CONFIG", str(path))
-    config = load_config()
-    assert config.ignore_patterns == ["*.bak"]
-    assert config.max_file_bytes == 1000
+    settings = load_settings()
+    assert settings.ignore_patterns == ("*.bak",)
+    assert settings.max_file_bytes == 1000
+
+
+def test_only_config_py_reads_the_environment():
+    """Settings resolve in one place; every other module gets them passed down (setting a variable for a library is fine)."""
+    import re
+    from pathlib import Path
+
+    reads = re.compile(r"os\.environ\.get\(|os\.getenv\(|os\.environ\[[^\]]+\](?!\s*=)|\benviron\b(?!\[)")
+    package = Path(__file__).resolve().parents[1] / "scripts" / "rag_search"
+    offenders = [f"{path.name}:{number}" for path in package.rglob("*.py") if path.name != "config.py"
+                 for number, line in enumerate(path.read_text().splitlines(), start=1)
+                 if reads.search(line.replace("os.environ.setdefault", "")) and not line.lstrip().startswith("#")]
+    assert offenders == []
 
 
 @pytest.mark.parametrize(
@@ -60,15 +95,16 @@ def test_config_file_location_can_be_overridden(tmp_path, monkeypatch):
         ({"max_file_bytes": -1}, "positive integer"),
         ({"web_timeout_seconds": "fast"}, "positive number"),
         ({"recency_half_life_days": 0}, "positive number"),
-        ({"rerank_model": 5}, "must be a folder path"),
+        ({"rerank_model": 5}, "must be a non-empty string"),
+        ({"data_dir": ""}, "must be a non-empty string"),
     ],
 )
 def test_malformed_config_is_an_error(isolated_home, content, message):
     write_config(isolated_home, content)
     with pytest.raises(ConfigError, match=message):
-        load_config()
+        load_settings()
 
 
 def test_unknown_keys_are_warned_about(isolated_home):
     write_config(isolated_home, {"personal_root": ["typo"]})
-    assert "unknown key 'personal_root'" in load_config().warnings[0]
+    assert "unknown key 'personal_root'" in load_settings().warnings[0]

@@ -8,12 +8,13 @@ import pytest
 
 from rag_search.embedding import (
     EXPORT_META,
+    ModelDamaged,
     ModelInfo,
     OnnxEmbedder,
     SentenceTransformerEmbedder,
     TokenCounter,
+    export_problem,
     find_model,
-    onnx_export_for,
     query_embedder,
 )
 from rag_search.onnx_export import prepare_cache
@@ -57,11 +58,26 @@ def test_batching_by_length_does_not_change_vectors(export):
 def test_an_export_of_another_model_is_not_used(model, export, tmp_path):
     stale = tmp_path / "export"
     shutil.copytree(export, stale)
-    assert onnx_export_for(stale, model) == stale
+    assert export_problem(stale, model, hashes=True) is None
     meta = json.loads((stale / EXPORT_META).read_text())
     (stale / EXPORT_META).write_text(json.dumps({**meta, "model_id": "something-else"}))
-    assert onnx_export_for(stale, model) is None
-    assert onnx_export_for(tmp_path / "missing", model) is None
+    assert export_problem(stale, model) == "made for another model"
+    assert export_problem(tmp_path / "missing", model) is not None
+
+
+def test_a_damaged_export_is_caught_cheaply_or_by_its_checksum(model, export, tmp_path):
+    copy = tmp_path / "export"
+    shutil.copytree(export, copy)
+    assert isinstance(OnnxEmbedder.checked(copy, model), OnnxEmbedder)
+    onnx = copy / "model.onnx"
+    data = bytearray(onnx.read_bytes())
+    middle = len(data) // 2
+    data[middle : middle + 4096] = bytes(4096)  # same size, other weights
+    onnx.write_bytes(bytes(data))
+    assert export_problem(copy, model) is None, "the size check alone cannot see it"
+    assert export_problem(copy, model, hashes=True) == "model.onnx has the wrong checksum"
+    with pytest.raises(ModelDamaged):
+        OnnxEmbedder.checked(copy, model)
 
 
 def test_without_an_export_queries_fall_back_to_sentence_transformers_and_say_so(model, export, tmp_path, caplog):
@@ -75,7 +91,7 @@ def test_without_an_export_queries_fall_back_to_sentence_transformers_and_say_so
     assert other_model.model_id != model.model_id
     embedder = query_embedder(tmp_path / "data", other_model)
     assert isinstance(embedder, SentenceTransformerEmbedder)
-    assert "no ONNX export" in caplog.text
+    assert "no usable ONNX export" in caplog.text
 
 
 def os_link_or_copy(source, target):

@@ -1,7 +1,14 @@
-"""Index generations: searches read a complete index while the next one is built, whatever happens to the run."""
+"""Index generations: searches read a complete index while the next one is built, whatever happens to the run.
 
+Each collection has its own generations (<data>/personal/, <data>/docs/): a run
+that changes one never copies or risks the other.
+"""
+
+import fcntl
+import json
 import os
 import random
+import shutil
 import signal
 import subprocess
 import sys
@@ -9,17 +16,23 @@ import time
 
 import pytest
 
-from conftest import SCRIPTS, run_script, store_contents
-from rag_search.generations import CURRENT, GENERATIONS, _acquire_write_lock
-from rag_search.store import Store
+from conftest import SCRIPTS, files_in_store, run_script, store_contents
 
 
 def index(data, root, *args):
     return run_script("index_personal.py", "--data-dir", data, root, *args)
 
 
-def generations(data):
-    return sorted(path.name for path in (data / GENERATIONS).iterdir())
+def personal(data):
+    return data / "personal"
+
+
+def generations(data, collection="personal"):
+    return sorted(path.name for path in (data / collection / "generations").iterdir())
+
+
+def current(data, collection="personal"):
+    return (data / collection / "CURRENT").read_text().strip()
 
 
 def comparable(data, collection="personal"):
@@ -30,37 +43,50 @@ def comparable(data, collection="personal"):
     }
 
 
+def add_note(state_dir, name="new.md", text="# New\n\nA note about the MinIO bucket policy.\n"):
+    (state_dir / "notes" / name).write_text(text)
+
+
 def test_each_changing_run_publishes_a_generation_and_old_ones_go_when_unread(state_dir, tmp_path):
     data = tmp_path / "data"
     assert index(data, state_dir).json["published"] is True
-    assert (data / CURRENT).read_text().strip() == "g000001"
+    assert current(data) == "g000001"
+    assert not (data / "docs").exists(), "a personal run never creates or copies the docs index"
     assert index(data, state_dir).json["published"] is False, "nothing changed, nothing published"
 
-    reader = Store.open_for_reading(data)  # a search that is still reading g000001
-    (state_dir / "notes" / "new.md").write_text("# New\n\nA note about the MinIO bucket policy.\n")
+    reader = os.open(personal(data) / "generations" / "g000001", os.O_RDONLY)  # a search still reading g000001
+    fcntl.flock(reader, fcntl.LOCK_SH)
+    add_note(state_dir)
     assert index(data, state_dir).json["published"] is True
-    assert (data / CURRENT).read_text().strip() == "g000002"
+    assert current(data) == "g000002"
     assert "g000001" in generations(data), "a generation being read is kept"
-    assert reader.collection("personal").count() > 0, "the reader still answers from its generation"
-    reader.close()
+    os.close(reader)
 
-    index(data, state_dir)  # every run collects what no one reads
-    assert generations(data) == ["g000002", "g000002.lock"]
+    index(data, state_dir, "--full")  # every run collects what no one reads
+    assert generations(data) == ["g000003"]
 
 
 def test_a_second_index_run_waits_then_gives_up_with_exit_8(state_dir, tmp_path):
     data = tmp_path / "data"
-    data.mkdir()
-    lock = _acquire_write_lock(data, 0)
-    try:
+    personal(data).mkdir(parents=True)
+    with open(personal(data) / "write.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        lock.write(json.dumps({"pid": os.getpid(), "since": "now"}))
+        lock.flush()
         started = time.monotonic()
         result = index(data, state_dir, "--wait", "1")
         assert result.code == 8, result
         assert 1 <= time.monotonic() - started < 30
         assert f"pid {os.getpid()}" in result.stderr and "--wait" in result.stderr
-    finally:
-        os.close(lock)
     assert index(data, state_dir).code == 0
+
+
+def test_personal_and_docs_runs_do_not_wait_for_each_other(state_dir, tmp_path):
+    data = tmp_path / "data"
+    (data / "docs").mkdir(parents=True)
+    with open(data / "docs" / "write.lock", "w") as lock:  # a long docs run is in progress
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        assert index(data, state_dir, "--wait", "0").code == 0
 
 
 def test_a_killed_run_leaves_the_previous_index_serving_and_the_next_run_equals_a_rebuild(state_dir, tmp_path):
@@ -82,7 +108,7 @@ def test_a_killed_run_leaves_the_previous_index_serving_and_the_next_run_equals_
     process.send_signal(signal.SIGKILL)
     process.wait()
 
-    assert (data / CURRENT).read_text().strip() == "g000001"
+    assert current(data) == "g000001"
     assert comparable(data) == before, "the published index is untouched"
     found = run_script("search.py", "--data-dir", data, "ArgoCD self-heal")
     assert found.code == 0 and found.json["results"], found
@@ -92,6 +118,46 @@ def test_a_killed_run_leaves_the_previous_index_serving_and_the_next_run_equals_
     rebuilt = tmp_path / "rebuilt"
     assert index(rebuilt, state_dir, "--full").code == 0
     assert comparable(data) == comparable(rebuilt)
+
+
+@pytest.mark.parametrize("garbage", ["", "\n", "g00000x\n", "../../etc\n", "\x00\xff"])
+def test_a_garbled_current_falls_back_to_the_newest_generation_and_loses_nothing(garbage, state_dir, tmp_path):
+    data = tmp_path / "data"
+    assert index(data, state_dir).code == 0
+    before = comparable(data)
+    (personal(data) / "CURRENT").write_bytes(garbage.encode("utf-8", "surrogateescape") if isinstance(garbage, str) else garbage)
+
+    found = run_script("search.py", "--data-dir", data, "why is ArgoCD self-heal off?")
+    assert found.code == 0 and found.json["results"], found
+    assert "CURRENT" in found.stderr
+
+    result = index(data, state_dir)
+    assert result.code == 0, result
+    assert "CURRENT" in result.stderr
+    assert current(data) in generations(data)
+    assert comparable(data) == before, "nothing was lost or rebuilt from nothing"
+    assert result.json["embedded"] == 0
+
+
+def test_a_missing_generation_folder_or_lock_file_is_not_fatal(state_dir, tmp_path):
+    data = tmp_path / "data"
+    assert index(data, state_dir).code == 0
+    first = personal(data) / "generations" / "g000001"
+    kept = tmp_path / "kept-g000001"
+    shutil.copytree(first, kept)
+    add_note(state_dir)
+    assert index(data, state_dir).code == 0
+    shutil.copytree(kept, first)  # an older generation is still there…
+    shutil.rmtree(personal(data) / "generations" / "g000002")  # …and the current one is gone
+    for lock in (personal(data) / "generations").glob("*.lock"):
+        lock.unlink()
+
+    found = run_script("search.py", "--data-dir", data, "why is ArgoCD self-heal off?")
+    assert found.code == 0 and found.json["results"], found
+    assert "g000001" in found.stderr
+
+    assert index(data, state_dir).code == 0
+    assert "notes/new.md" in files_in_store(data)
 
 
 @pytest.fixture
@@ -105,21 +171,51 @@ def small_disk(tmp_path):
     subprocess.run(["umount", "-l", str(mount_point)], check=True)
 
 
+def fill(disk, leave_bytes=0):
+    free = os.statvfs(disk).f_bavail * os.statvfs(disk).f_frsize
+    with open(disk / "filler", "wb") as filler:
+        filler.write(b"\0" * max(0, free - leave_bytes))
+
+
 def test_a_full_disk_mid_run_fails_clearly_and_the_previous_generation_still_serves(state_dir, small_disk):
     data = small_disk / "data"
     assert index(data, state_dir).code == 0
-    generation = sum(path.stat().st_size for path in (data / GENERATIONS / "g000001").rglob("*") if path.is_file())
-    free = os.statvfs(small_disk).f_bavail * os.statvfs(small_disk).f_frsize
-    with open(small_disk / "filler", "wb") as filler:  # leave room to copy the generation, not to grow it
-        filler.write(b"\0" * (free - generation - 300 * 1024))
+    generation = sum(path.stat().st_size for path in (personal(data) / "generations" / "g000001").rglob("*") if path.is_file())
+    fill(small_disk, leave_bytes=generation + 300 * 1024)  # room to copy the generation, not to grow it
     rng = random.Random(3)
     for number in range(60):  # about 1 MB of new chunks, more than the room left
         (state_dir / f"bulk-{number:03d}.md").write_text(f"# Bulk {number}\n\n" + " ".join(str(rng.random()) for _ in range(600)))
 
     result = index(data, state_dir)
     assert result.code == 7, result
-    assert result.json["error"]["type"] == "DiskFull" and "previous index still serves" in result.stderr
-    assert (data / CURRENT).read_text().strip() == "g000001"
-    assert generations(data) == ["g000001", "g000001.lock"], "the failed run's work folder is gone"
+    assert result.json["error"]["type"] == "DiskFull"
+    assert f"in {data}" in result.stderr and " MB" in result.stderr and "free" in result.stderr
+    assert "--full" not in result.stderr, "a full disk is not repaired by rebuilding"
+    assert current(data) == "g000001"
+    assert generations(data) == ["g000001"], "the failed run's work folder is gone"
     found = run_script("search.py", "--data-dir", data, "why is ArgoCD self-heal off?")
     assert found.code == 0 and found.json["results"][0]["file"] in ("notes/argocd-setup.md", "memory/decisions.json")
+
+
+def test_searches_answer_on_a_full_disk(state_dir, small_disk):
+    data = small_disk / "data"
+    assert index(data, state_dir).code == 0
+    before = run_script("search.py", "--data-dir", data, "why is ArgoCD self-heal off?")
+    assert before.code == 0, before
+    fill(small_disk)
+    for _ in range(2):
+        found = run_script("search.py", "--data-dir", data, "why is ArgoCD self-heal off?")
+        assert found.code == 0, found
+        assert [r["file"] for r in found.json["results"]] == [r["file"] for r in before.json["results"]]
+
+
+def test_the_single_generation_layout_of_earlier_versions_is_removed(state_dir, tmp_path):
+    data = tmp_path / "data"
+    (data / "generations" / "g000007" / "chroma").mkdir(parents=True)
+    (data / "CURRENT").write_text("g000007\n")
+    (data / "write.lock").write_text("")
+    result = index(data, state_dir)
+    assert result.code == 0, result
+    assert "earlier rag-search version" in result.stderr
+    assert not (data / "generations").exists() and not (data / "CURRENT").exists()
+    assert current(data) == "g000001"

@@ -21,8 +21,10 @@ def write(path, data):
 
 def test_a_valid_registry_loads(tmp_path):
     reg = registry.load(write(tmp_path / "sources.json", {"sources": [GIT, WEB, LOCAL]}))
-    assert [s["id"] for s in reg.sources] == ["k0s", "argocd", "runbooks"]
-    assert reg.get("argocd")["pages"] == ["user-guide/sync-options/"]
+    assert [s.id for s in reg.sources] == ["k0s", "argocd", "runbooks"]
+    assert reg.get("argocd").pages == ("user-guide/sync-options/",)
+    assert (reg.get("k0s").path, reg.get("k0s").version) == ("docs", "v1.30.0"), "typed and normalised once, on load"
+    assert reg.get("runbooks").path.is_absolute()
 
 
 def test_a_missing_registry_is_empty(tmp_path):
@@ -47,6 +49,8 @@ def test_a_missing_registry_is_empty(tmp_path):
         ([{**WEB, "pages": "user-guide/"}], '"pages" must be a list'),
         ([{k: v for k, v in WEB.items() if k != "pages"}], 'needs "pages"'),
         ([{**GIT, "version": 1.3}], '"version" must be a string'),
+        ([{**GIT, "version": "--upload-pack=touch /tmp/x"}], '"version" \'--upload-pack=touch /tmp/x\' is not a git tag'),
+        ([{**GIT, "path": "docs\n"}], '"path" must not contain control characters'),
         (["k0s"], "source #1 is not an object"),
     ],
 )
@@ -68,28 +72,34 @@ def test_malformed_files_are_config_errors(tmp_path, content):
 
 def test_unknown_fields_survive_a_rewrite(tmp_path):
     path = write(tmp_path / "sources.json", {"comment": "mine", "sources": [{**GIT, "owner": "platform team"}]})
-    registry.update(path, lambda reg: reg.sources.append(LOCAL))
+    registry.update(path, lambda reg: reg.add(LOCAL))
     data = json.loads(path.read_text())
     assert data["comment"] == "mine"
     assert data["sources"][0]["owner"] == "platform team"
     assert [s["id"] for s in data["sources"]] == ["k0s", "runbooks"]
 
 
-def test_a_write_refuses_to_overwrite_a_concurrent_edit(tmp_path):
+def test_a_concurrent_edit_is_never_lost(tmp_path):
+    """The change is applied to what is on disk when it is written: a compare-and-swap, retried."""
     path = write(tmp_path / "sources.json", {"sources": [GIT]})
-    reg = registry.load(path)
-    reg.sources.append(LOCAL)
-    write(path, {"sources": [GIT, WEB]})  # someone edits the file meanwhile
-    with pytest.raises(ConfigError, match="changed while this command ran"):
-        registry.save(reg)
-    assert [s["id"] for s in json.loads(path.read_text())["sources"]] == ["k0s", "argocd"]
+    attempts = []
+
+    def change(reg):
+        attempts.append(len(attempts))
+        if len(attempts) == 1:
+            write(path, {"sources": [GIT, WEB]})  # someone edits the file meanwhile
+        reg.add(LOCAL)
+
+    registry.update(path, change)
+    assert len(attempts) == 2
+    assert [s["id"] for s in json.loads(path.read_text())["sources"]] == ["k0s", "argocd", "runbooks"]
 
 
 def test_writes_are_atomic_and_leave_no_temp_files(tmp_path):
     folder = tmp_path / "references"
     folder.mkdir()
     path = write(folder / "sources.json", {"sources": []})
-    registry.update(path, lambda reg: reg.sources.append(WEB))
+    registry.update(path, lambda reg: reg.add(WEB))
     leftovers = [p.name for p in folder.iterdir() if p.name not in ("sources.json", ".sources.json.lock")]
     assert leftovers == []
 
@@ -98,13 +108,5 @@ def test_an_invalid_change_is_never_written(tmp_path):
     path = write(tmp_path / "sources.json", {"sources": [GIT]})
     before = path.read_text()
     with pytest.raises(ConfigError):
-        registry.update(path, lambda reg: reg.sources.append({**WEB, "id": "k0s"}))
+        registry.update(path, lambda reg: reg.add({**WEB, "id": "k0s"}))
     assert path.read_text() == before
-
-
-def test_registry_path_precedence(tmp_path, monkeypatch):
-    monkeypatch.delenv("RAG_SEARCH_SOURCES")
-    assert registry.registry_path() == registry.DEFAULT_REGISTRY
-    monkeypatch.setenv("RAG_SEARCH_SOURCES", str(tmp_path / "env.json"))
-    assert registry.registry_path() == tmp_path / "env.json"
-    assert registry.registry_path(str(tmp_path / "flag.json")) == tmp_path / "flag.json"

@@ -3,8 +3,10 @@
 import time
 
 from rag_search import lexical
-from rag_search.catalog import Catalog, ChunkRecord, DocumentRecord
-from rag_search.retrieval import Hit, SearchOptions, _cap_per_file, _rank, _where, _within_budget
+from rag_search.catalog import Catalog
+from rag_search.records import ChunkRecord, DocumentRecord, Filters, Hit
+from rag_search.retrieval import SearchOptions, _cap_per_file, _rank, _within_budget
+from rag_search.store import _where
 
 
 def hit(chunk_id, file="a.md", collection="docs", score=0.5, text="x", dense=None, lexical_rank=None, bm25=None, date_ts=None):
@@ -79,40 +81,38 @@ def test_a_first_result_larger_than_the_budget_is_cut_to_fit():
 
 
 def test_metadata_filter_for_chroma():
-    assert _where(SearchOptions()) is None
-    assert _where(SearchOptions(sources=["k0s"])) == {"source_id": {"$in": ["k0s"]}}
-    assert _where(SearchOptions(sources=["k0s"], since=10.0, until=20.0)) == {
+    assert _where(Filters()) is None
+    assert _where(SearchOptions(sources=["k0s"]).filters) == {"source_id": {"$in": ["k0s"]}}
+    assert _where(SearchOptions(sources=["k0s"], since=10.0, until=20.0).filters) == {
         "$and": [{"source_id": {"$in": ["k0s"]}}, {"date_ts": {"$gte": 10.0}}, {"date_ts": {"$lte": 20.0}}]
     }
 
 
-def add(catalog, collection, key, source_id, texts, date_ts=None):
-    record = DocumentRecord(key, source_id, key, None, None, "hash", len(texts), "now")
-    chunks = [
-        ChunkRecord(f"{key}:{i}", i, f"h{key}{i}", " ".join(lexical.terms(text)), source_id, date_ts) for i, text in enumerate(texts)
-    ]
-    catalog.replace_documents(collection, [(record, chunks)])
+def add(catalog, key, source_id, texts, date_ts=None):
+    record = DocumentRecord(key, source_id, key, None, "hash", len(texts), "now")
+    metadata = {"source_id": source_id, **({"date_ts": date_ts} if date_ts is not None else {})}
+    chunks = [ChunkRecord(f"{key}:{i}", i, text, text, f"h{key}{i}", metadata) for i, text in enumerate(texts)]
+    catalog.write([(record, chunks)])
 
 
 def test_keyword_search_ranks_filters_and_follows_changes(tmp_path):
     catalog = Catalog(tmp_path / "catalog.sqlite")
-    add(catalog, "docs", "argo", "argocd", ["Set selfHeal: true to revert drift", "Prune deletes resources"], date_ts=100.0)
-    add(catalog, "docs", "k0s", "k0s", ["kube-proxy runs on every node"], date_ts=200.0)
-    add(catalog, "personal", "note", "personal", ["we turned self-heal off"], date_ts=300.0)
+    add(catalog, "argo", "argocd", ["Set selfHeal: true to revert drift", "Prune deletes resources"], date_ts=100.0)
+    add(catalog, "k0s", "k0s", ["kube-proxy runs on every node"], date_ts=200.0)
+    add(catalog, "note", "personal", ["we turned self-heal off"], date_ts=300.0)
 
-    def search(query, collections=("docs", "personal"), **filters):
-        return [row[0] for row in catalog.keyword_search(lexical.match_expression(query), list(collections), 10, **filters)]
+    def search(query, **filters):
+        return [row[0] for row in catalog.keyword_search(lexical.match_expression(query), 10, Filters(**filters))]
 
     assert set(search("selfHeal")) == {"argo:0", "note:0"}
     assert search("kube proxy") == ["k0s:0"]
     assert search("kubeproxy") == ["k0s:0"]
-    assert search("selfHeal", collections=["personal"]) == ["note:0"]
-    assert search("self heal", source_ids=["argocd"]) == ["argo:0"]
+    assert search("self heal", sources=("argocd",)) == ["argo:0"]
     assert search("self heal", since=250.0) == ["note:0"]
     assert search("self heal", until=150.0) == ["argo:0"]
 
-    add(catalog, "docs", "argo", "argocd", ["Prune deletes resources"])  # a new version drops the selfHeal chunk
+    add(catalog, "argo", "argocd", ["Prune deletes resources"])  # a new version drops the selfHeal chunk
     assert search("selfHeal") == ["note:0"]
-    catalog.delete_documents("personal", ["note"])
+    catalog.remove(["note"])
     assert search("selfHeal") == []
-    assert catalog.keyword_index_ids("docs") == {"argo:0", "k0s:0"}
+    assert catalog.keyword_index_ids() == {"argo:0", "k0s:0"}

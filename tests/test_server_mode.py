@@ -1,49 +1,14 @@
 """Server mode: the same scripts against a real `chroma run` server on 127.0.0.1."""
 
 import http.client
-import socket
-import subprocess
-import sys
 import threading
-import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 
 import pytest
 
 from conftest import run_script
 
 TOKEN = "Bearer s3cret-for-tests"
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-@pytest.fixture(scope="module")
-def chroma_server(tmp_path_factory):
-    """`chroma run` from the installed package, on a free port, with its data in a tmp dir."""
-    port = free_port()
-    chroma = Path(sys.executable).parent / "chroma"
-    process = subprocess.Popen([str(chroma), "run", "--path", str(tmp_path_factory.mktemp("chroma-server")),
-                                "--host", "127.0.0.1", "--port", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        try:
-            connection = http.client.HTTPConnection("127.0.0.1", port, timeout=1)
-            connection.request("GET", "/api/v2/heartbeat")
-            if connection.getresponse().status == 200:
-                break
-        except OSError:
-            time.sleep(0.2)
-    else:
-        process.kill()
-        pytest.fail("chroma run did not start")
-    yield f"http://127.0.0.1:{port}", port
-    process.terminate()
-    process.wait(timeout=30)
 
 
 class AuthProxy(BaseHTTPRequestHandler):
@@ -83,7 +48,7 @@ def test_index_on_one_machine_and_search_from_another(chroma_server, state_dir, 
     result = run_script("index_personal.py", "--chroma-url", url, "--data-dir", writer, state_dir)
     assert result.code == 0, result
     assert result.json["published"] is True and result.json["chunks"] > 10
-    assert not list(writer.glob("generations/g*/chroma/*.sqlite3")), "the vectors live on the server"
+    assert not list(writer.glob("personal/generations/g*/chroma/*.sqlite3")), "the vectors live on the server"
 
     found = run_script("search.py", "--data-dir", reader, "--top-k", "1", "why is ArgoCD self-heal off?",
                        env={"RAG_SEARCH_CHROMA_URL": url})
@@ -133,14 +98,13 @@ def test_bad_server_settings(state_dir, tmp_path, args, env, code, message):
 
 
 def test_the_keyword_copy_keeps_a_file_whose_chunks_span_two_pages():
-    from rag_search.store import _keyword_documents
+    from rag_search.store import keyword_documents
 
-    def page(chunks):
-        return {"ids": [c[0] for c in chunks], "documents": [c[1] for c in chunks],
-                "metadatas": [{"source_id": "personal", "file": c[2], "chunk_index": c[3], "heading": "Notes"} for c in chunks]}
+    def chunk(chunk_id, text, file, ord_):
+        return (chunk_id, text, {"source_id": "personal", "file": file, "chunk_index": ord_, "heading": "Notes"}, None)
 
-    documents = _keyword_documents([page([("a:0", "first part", "a.md", 0), ("a:1", "second part", "a.md", 1)]),
-                                    page([("a:2", "third part", "a.md", 2), ("b:0", "other file", "b.md", 0)])])
+    documents = keyword_documents([chunk("a:0", "first part", "a.md", 0), chunk("a:1", "second part", "a.md", 1),
+                                   chunk("a:2", "third part", "a.md", 2), chunk("b:0", "other file", "b.md", 0)])
     by_file = {record.file: [chunk.id for chunk in chunks] for record, chunks in documents}
     assert by_file == {"a.md": ["a:0", "a:1", "a:2"], "b.md": ["b:0"]}
-    assert "notes" in documents[0][1][0].terms.split(), "the heading is part of the keyword text, as when indexing"
+    assert documents[0][1][0].embed_text.startswith("Notes"), "the heading is part of the keyword text, as when indexing"

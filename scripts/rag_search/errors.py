@@ -77,6 +77,19 @@ class SourceFailed(RagSearchError):
     exit_code = EXIT_PARTIAL
 
 
+class DiskFull(StoreError):
+    """The disk filled up during an index run; the run's work was removed and the previous index serves."""
+
+
+class IndexWriteError(StoreError):
+    """One write to the index failed and was undone: the source being written fails, the index stays consistent."""
+
+
+def one_line(exc: BaseException) -> str:
+    """An exception's message on one line (library errors often span several)."""
+    return " ".join(str(exc).split())
+
+
 def is_disk_full(exc: BaseException) -> bool:
     """ENOSPC, however the library that met it reports it (OSError, sqlite3, ChromaDB)."""
     import errno

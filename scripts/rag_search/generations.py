@@ -2,143 +2,181 @@
 
 ChromaDB is thread-safe but not process-safe: a process writing a store while
 others query it can leave readers with stale answers, crash them, or break the
-store for good. So no process ever writes an index that anyone reads:
+store for good. So no process ever writes an index that anyone reads. Each
+collection has its own folder, so a run that changes one never copies the other:
 
-    <data dir>/CURRENT              the name of the published generation
-    <data dir>/generations/g000042/ chroma/ and catalog.sqlite, published, read by searches
-    <data dir>/generations/g000042.lock   searches hold a shared lock on it while they read
-    <data dir>/write.lock           held by the one index run that may write
+    <data dir>/<collection>/CURRENT                 the name of the published generation
+    <data dir>/<collection>/generations/g000042/    chroma/, catalog.sqlite, generation.json
+    <data dir>/<collection>/write.lock              held by the one index run that may write
 
 An index run takes the write lock (waiting a bounded time), copies the current
-generation into a hidden work folder, applies its changes there, verifies the
-result, then publishes it: rename to its final name, then replace CURRENT (both
-atomic). If the run changed nothing, fails, or is killed, the work folder is
-discarded (by the next run if need be) and the previous generation keeps
-serving. Old generations are deleted once no search holds their lock.
+generation into a hidden work folder (or starts from an empty one to rebuild),
+applies its changes there, verifies the result, then publishes it: write
+generation.json, fsync, rename to its final name, replace CURRENT. A run that
+changes nothing, fails or is killed leaves the previous generation serving;
+its work folder is removed by the next run.
+
+Searches hold a shared flock on the generation folder itself while they read
+it; old generations are deleted once no search holds them. A CURRENT that is
+missing, garbled or names a missing folder is never fatal: readers use the
+newest complete generation, and the next run rewrites CURRENT to it. Garbage
+collection never deletes the current or the newest complete generation.
 """
 
 import contextlib
 import fcntl
 import json
+import logging
 import os
 import re
 import shutil
 import sqlite3
-import tempfile
 import time
 from pathlib import Path
 
+from . import dates
+from .atomic import fsync_tree, write_atomically
 from .errors import IndexBusy, IndexNotBuilt, StoreError
+
+log = logging.getLogger("rag_search")
 
 CURRENT = "CURRENT"
 GENERATIONS = "generations"
 WRITE_LOCK = "write.lock"
+MARKER = "generation.json"  # written last, before the rename: only complete generations have it
 _NAME = re.compile(r"^g(\d{6,})$")
-DEFAULT_WAIT_SECONDS = 30.0
-_LEGACY_FOLDER = "index"  # the single-folder layout of earlier versions
+INDEX_COMMANDS = {"personal": "scripts/index_personal.py", "docs": "scripts/index_docs.py --all"}
 
 
-def current_name(data_dir: Path) -> str | None:
+def published(root: Path) -> tuple[str | None, str | None]:
+    """(the generation to read, a note when CURRENT could not be used): CURRENT, else the newest complete one."""
     try:
-        name = (data_dir / CURRENT).read_text().strip()
+        name = (root / CURRENT).read_text(encoding="utf-8", errors="replace").strip()
     except FileNotFoundError:
-        return None
-    return name if _NAME.match(name) else None
+        name = None
+    if name and _NAME.match(name) and (root / GENERATIONS / name / MARKER).is_file():
+        return name, None
+    complete = complete_generations(root)
+    if not complete:
+        return None, None
+    problem = "is missing" if name is None else f"names {name!r}, which is not a complete generation"
+    return complete[-1], f"{root / CURRENT} {problem}; using {complete[-1]}, the newest complete generation"
 
 
-def open_for_reading(data_dir: Path) -> tuple[Path, int]:
-    """(folder of the published generation, a file descriptor holding a shared lock on it).
+def complete_generations(root: Path) -> list[str]:
+    """Names of the generations that were published (or installed) whole, oldest first."""
+    folder = root / GENERATIONS
+    if not folder.is_dir():
+        return []
+    names = [path.name for path in folder.iterdir() if _NAME.match(path.name) and (path / MARKER).is_file()]
+    return sorted(names, key=lambda name: int(name[1:]))
+
+
+def open_for_reading(root: Path) -> tuple[Path, int, str | None]:
+    """(folder of the published generation, a descriptor holding a shared lock on it, a note or None).
 
     The lock keeps the generation from being deleted while it is read; closing
-    the descriptor (or the process ending) releases it.
+    the descriptor (or the process ending) releases it. Reading never writes.
     """
     for _ in range(20):
-        name = current_name(data_dir)
+        name, note = published(root)
         if name is None:
-            raise IndexNotBuilt(f"no index in {data_dir}", hint="run scripts/index_personal.py and/or scripts/index_docs.py --all")
-        folder = data_dir / GENERATIONS / name
+            raise IndexNotBuilt(f"the {root.name} index has not been built yet in {root.parent}",
+                                hint=f"run {INDEX_COMMANDS.get(root.name, 'an index script')}")
+        folder = root / GENERATIONS / name
         try:
-            fd = os.open(folder.with_name(f"{name}.lock"), os.O_RDONLY)
+            fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
         except FileNotFoundError:
-            continue  # deleted since CURRENT was read: a newer generation is current now
+            continue  # deleted since it was chosen: look again
         fcntl.flock(fd, fcntl.LOCK_SH)
-        if folder.is_dir():
-            return folder, fd
-        os.close(fd)
-    raise StoreError(f"cannot open the current index in {data_dir}: it keeps changing", hint="try again")
+        with contextlib.suppress(FileNotFoundError):
+            if os.stat(folder).st_ino == os.fstat(fd).st_ino:
+                return folder, fd, note
+        os.close(fd)  # renamed away by garbage collection before the lock was ours
+    raise StoreError(f"cannot open the current index in {root}: it keeps changing", hint="try again")
 
 
 class WriteSession:
-    """The write lock, and a work folder holding a copy of the current generation."""
+    """The write lock of one collection, and a work folder for its next generation."""
 
-    def __init__(self, data_dir: Path, wait_seconds: float = DEFAULT_WAIT_SECONDS):
-        self.data_dir = data_dir
-        self.generations = data_dir / GENERATIONS
-        self._lock = _acquire_write_lock(data_dir, wait_seconds)
+    def __init__(self, root: Path, wait_seconds: float, fresh: bool = False):
+        """Take the lock; start from a copy of the published generation, or from nothing when `fresh`."""
+        self.root = root
+        self.folder: Path | None = None
+        root.mkdir(mode=0o700, parents=True, exist_ok=True)
+        self._lock: int | None = _acquire_write_lock(root, wait_seconds)
         try:
-            self.generations.mkdir(mode=0o700, exist_ok=True)
-            collect_garbage(data_dir)
-            self.base = self._base()
-            self.name = self._next_name()
-            self.folder = self.generations / f".{self.name}.work"
-            if self.base is not None:
-                copy_generation(self.base, self.folder)
-            else:
+            (root / GENERATIONS).mkdir(mode=0o700, exist_ok=True)
+            name, note = published(root)
+            if note:
+                log.warning("%s; CURRENT rewritten", note)
+                point_current(root, name)
+            collect_garbage(root)
+            self.base = None if fresh or name is None else root / GENERATIONS / name
+            self.name = _next_name(root)
+            self.folder = root / GENERATIONS / f".{self.name}.work"
+            if self.base is None:
                 self.folder.mkdir(mode=0o700)
+            else:
+                copy_generation(self.base, self.folder)
         except BaseException:
             self.discard()
             raise
 
-    def _base(self) -> Path | None:
-        name = current_name(self.data_dir)
-        if name is not None:
-            return self.generations / name
-        legacy = self.data_dir / _LEGACY_FOLDER
-        return legacy if (legacy / "catalog.sqlite").is_file() else None
-
-    def _next_name(self) -> str:
-        numbers = [int(match.group(1)) for path in self.generations.iterdir() if (match := _NAME.match(path.name.strip(".").split(".")[0]))]
-        return f"g{max(numbers, default=0) + 1:06d}"
-
     def publish(self) -> None:
         """Make the work folder the current generation; the caller has closed and verified it."""
-        final = self.generations / self.name
-        _fsync_tree(self.folder)
-        final.with_name(f"{self.name}.lock").touch(mode=0o600)
-        os.replace(self.folder, final)
-        _write_atomically(self.data_dir / CURRENT, self.name + "\n")
-        collect_garbage(self.data_dir)
+        final = self.root / GENERATIONS / self.name
+        write_atomically(self.folder / MARKER, json.dumps({"name": self.name, "published": dates.now_iso()}) + "\n")
+        fsync_tree(self.folder)
+        install(self.folder, final)
+        self.folder = None
+        point_current(self.root, self.name)
+        try:
+            collect_garbage(self.root)
+        except OSError as exc:  # the new index is published; old generations go next time
+            log.warning("could not remove old generations in %s: %s", self.root, exc)
 
     def discard(self) -> None:
         """Drop the work folder (if not published) and release the write lock."""
-        folder = getattr(self, "folder", None)
-        if folder is not None and folder.exists():
-            shutil.rmtree(folder, ignore_errors=True)
+        if self.folder is not None and self.folder.exists():
+            shutil.rmtree(self.folder, ignore_errors=True)
+        self.folder = None
         if self._lock is not None:
             os.close(self._lock)
             self._lock = None
 
 
-def collect_garbage(data_dir: Path) -> list[str]:
-    """Delete work folders of dead runs and generations that are neither current nor being read.
+def install(work: Path, final: Path) -> None:
+    """Rename a verified work folder to its generation name (atomic)."""
+    os.replace(work, final)
 
-    Called with the write lock held, so no other run's work folder can be in the way.
+
+def point_current(root: Path, name: str) -> None:
+    """Publish generation `name`: replace CURRENT atomically."""
+    write_atomically(root / CURRENT, name + "\n", mode=0o600)
+
+
+def collect_garbage(root: Path) -> list[str]:
+    """Delete work folders of dead runs and generations that are neither current, the newest, nor being read.
+
+    Called with the write lock held, so no other run's work folder can be in the
+    way. When CURRENT cannot be read, no generation is deleted at all.
     """
-    generations = data_dir / GENERATIONS
-    current = current_name(data_dir)
+    folder = root / GENERATIONS
+    if not folder.is_dir():
+        return []
+    current, _ = published(root)
+    complete = complete_generations(root)
+    keep = {current, complete[-1] if complete else None}
     removed = []
-    if not generations.is_dir():
-        return removed
-    for path in generations.iterdir():
+    for path in folder.iterdir():
         if path.name.startswith(".") and path.is_dir():
             shutil.rmtree(path, ignore_errors=True)  # a work folder left by a killed or failed run
             removed.append(path.name)
-        elif _NAME.match(path.name) and path.name != current and _remove_if_unused(path):
+        elif path.name.endswith(".lock") and path.is_file():
+            path.unlink()  # lock files of earlier versions: readers lock the folder itself now
+        elif _NAME.match(path.name) and current is not None and path.name not in keep and _remove_if_unused(path):
             removed.append(path.name)
-    legacy = data_dir / _LEGACY_FOLDER
-    if current is not None and legacy.is_dir():
-        shutil.rmtree(legacy, ignore_errors=True)
-        removed.append(_LEGACY_FOLDER)
     return removed
 
 
@@ -146,27 +184,26 @@ def _remove_if_unused(folder: Path) -> bool:
     """Delete a generation no search holds; False if one does.
 
     The exclusive lock is held while the folder is renamed away, so a search
-    that locks it afterwards finds the folder gone and moves to CURRENT.
+    that locks it afterwards finds it gone and looks again.
     """
-    lock_file = folder.with_name(f"{folder.name}.lock")
+    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
     try:
-        fd = os.open(lock_file, os.O_RDONLY)
-    except FileNotFoundError:
-        fd = None
-    try:
-        if fd is not None:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                return False
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return False
         trash = folder.with_name(f".{folder.name}.trash")
         os.replace(folder, trash)
     finally:
-        if fd is not None:
-            os.close(fd)
+        os.close(fd)
     shutil.rmtree(trash, ignore_errors=True)
-    lock_file.unlink(missing_ok=True)
     return True
+
+
+def _next_name(root: Path) -> str:
+    names = [path.name.strip(".").split(".")[0] for path in (root / GENERATIONS).iterdir()]
+    numbers = [int(name[1:]) for name in names if _NAME.match(name)]
+    return f"g{max(numbers, default=0) + 1:06d}"
 
 
 def copy_generation(source: Path, target: Path) -> None:
@@ -177,8 +214,8 @@ def copy_generation(source: Path, target: Path) -> None:
         destination = target / path.relative_to(source)
         if path.is_dir():
             destination.mkdir(mode=0o700, exist_ok=True)
-        elif path.name.endswith(("-journal", "-wal", "-shm")):
-            continue  # part of the database file; the backup carries its committed state
+        elif path.name.endswith(("-journal", "-wal", "-shm")) or path.name == MARKER:
+            continue  # part of the database file (the backup carries its committed state); the marker is the new one's
         elif path.suffix in (".sqlite", ".sqlite3"):
             _backup_sqlite(path, destination)
         else:
@@ -191,10 +228,9 @@ def _backup_sqlite(source: Path, target: Path) -> None:
             src.backup(dst)
 
 
-def _acquire_write_lock(data_dir: Path, wait_seconds: float) -> int:
+def _acquire_write_lock(root: Path, wait_seconds: float) -> int:
     """Take write.lock, waiting up to wait_seconds; raise IndexBusy naming the holder if it stays taken."""
-    path = data_dir / WRITE_LOCK
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    fd = os.open(root / WRITE_LOCK, os.O_RDWR | os.O_CREAT, 0o600)
     deadline = time.monotonic() + wait_seconds
     while True:
         try:
@@ -205,7 +241,7 @@ def _acquire_write_lock(data_dir: Path, wait_seconds: float) -> int:
                 holder = _holder(fd)
                 os.close(fd)
                 raise IndexBusy(
-                    f"another index run{holder} is writing the index in {data_dir}",
+                    f"another index run{holder} is writing the {root.name} index in {root.parent}",
                     hint="wait for it to finish, or pass --wait SECONDS",
                 ) from None
             time.sleep(0.1)
@@ -222,31 +258,17 @@ def _holder(fd: int) -> str:
         return ""
 
 
-def _write_atomically(path: Path, text: str) -> None:
-    handle, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    with os.fdopen(handle, "w") as out:
-        out.write(text)
-        out.flush()
-        os.fsync(out.fileno())
-    os.replace(temp, path)
-    _fsync_dir(path.parent)
+def remove_legacy_layout(data_dir: Path) -> None:
+    """Delete the single-generation layout of earlier versions (<data dir>/CURRENT, generations/, index/).
 
-
-def _fsync_tree(folder: Path) -> None:
-    """Make the generation durable before it is published (a power cut must not publish half of it)."""
-    for path in folder.rglob("*"):
-        if path.is_file():
-            fd = os.open(path, os.O_RDONLY)
-            try:
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-    _fsync_dir(folder)
-
-
-def _fsync_dir(folder: Path) -> None:
-    fd = os.open(folder, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    Its schema cannot be read by this version, so it only takes space; each
+    collection is rebuilt in its own folder by its next index run.
+    """
+    legacy = [data_dir / name for name in ("generations", "index") if (data_dir / name).is_dir()]
+    for path in legacy:
+        shutil.rmtree(path, ignore_errors=True)
+    for name in (CURRENT, WRITE_LOCK):
+        with contextlib.suppress(FileNotFoundError):
+            (data_dir / name).unlink()
+    if legacy:
+        log.warning("removed the index of an earlier rag-search version in %s; run both index scripts to rebuild it", data_dir)

@@ -3,10 +3,12 @@
 The export is made with torch from the same weights sentence-transformers
 loads, with mean pooling and normalisation inside the graph, and checked
 against sentence-transformers before it is used (cosine >= 0.9999 on texts that
-include an empty one and one longer than the window). `make setup` makes it
-into a cache in the virtual environment; every index run copies it next to its
-index (<data dir>/model/<model id>/), where search finds it. Only a missing
-export needs torch: an index run without one takes a few seconds longer.
+include an empty one and one longer than the window). Its export.json records
+each file's size and checksum; search checks them as it loads the files. `make setup` makes
+it into a cache in the virtual environment; every index run checks the copy
+beside its index (<data dir>/model/<model id>/, where search finds it) against
+those checksums and replaces a missing or damaged one from the cache. Only a
+missing export needs torch: an index run without one takes a few seconds longer.
 """
 
 import json
@@ -19,7 +21,19 @@ from pathlib import Path
 
 import numpy as np
 
-from .embedding import EXPORT_CACHE, EXPORT_META, ONNX_FILE, ModelInfo, OnnxEmbedder, export_dir, force_offline, onnx_export_for
+from .atomic import write_atomically
+from .embedding import (
+    EXPORT_CACHE,
+    EXPORT_FILES,
+    EXPORT_META,
+    ONNX_FILE,
+    ModelInfo,
+    OnnxEmbedder,
+    export_dir,
+    export_problem,
+    file_sha256,
+    force_offline,
+)
 
 log = logging.getLogger("rag_search")
 
@@ -34,15 +48,24 @@ CHECK_TEXTS = [
 
 
 def prepare_cache(model: ModelInfo) -> Path:
-    """The export in the virtual environment's cache, made now if missing (the setup step)."""
-    return onnx_export_for(EXPORT_CACHE / model.model_id, model) or export(model, EXPORT_CACHE / model.model_id)
+    """The export in the virtual environment's cache, checked in full, made now if missing or damaged (the setup step)."""
+    cache = EXPORT_CACHE / model.model_id
+    problem = export_problem(cache, model, hashes=True)
+    if problem is None:
+        return cache
+    if cache.exists():
+        log.warning("the model export in %s is unusable (%s): making it again", cache, problem)
+    return export(model, cache)
 
 
 def ensure_export(data_dir: Path, model: ModelInfo) -> Path:
-    """The export beside the index in `data_dir`, copied from the cache or made now."""
+    """The export beside the index in `data_dir`, checked in full; copied from the cache (or made) when missing or damaged."""
     target = export_dir(data_dir, model)
-    if onnx_export_for(target, model):
+    problem = export_problem(target, model, hashes=True)
+    if problem is None:
         return target
+    if target.exists():
+        log.warning("the model copy in %s is damaged (%s): replacing it from the install's export", target, problem)
     try:
         source = prepare_cache(model)
     except OSError:  # the venv is read-only: make it where the index is
@@ -82,12 +105,15 @@ def export(model: ModelInfo, target: Path) -> Path:
             )
         shutil.copyfile(model.path / "tokenizer.json", work / "tokenizer.json")
         meta = {"model": model.name, "model_id": model.model_id, "dimension": model.dimension, "max_tokens": model.max_tokens,
-                "torch": torch.__version__}
-        (work / EXPORT_META).write_text(json.dumps(meta, indent=2))
+                "torch": torch.__version__,
+                "files": {name: {"size": (work / name).stat().st_size, "sha256": file_sha256(work / name)} for name in EXPORT_FILES}}
+        write_atomically(work / EXPORT_META, json.dumps(meta, indent=2))
+        embedder = OnnxEmbedder(work, threads=1)
         expected = reference.encode(CHECK_TEXTS, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False)
-        worst = float(np.min(np.sum(OnnxEmbedder(work, threads=1).embed(CHECK_TEXTS) * expected, axis=1)))
+        worst = float(np.min(np.sum(embedder.embed(CHECK_TEXTS) * expected, axis=1)))
         if worst < MIN_COSINE:
             raise RuntimeError(f"the ONNX export of {model.name} differs from sentence-transformers (cosine {worst:.6f})")
+
         _replace_folder(work, target)
     finally:
         shutil.rmtree(work, ignore_errors=True)
@@ -113,15 +139,12 @@ def _pooled_encoder(transformer):
 
 
 def _copy_folder(source: Path, target: Path) -> None:
-    """Copy (hard-linking where possible: the files are never modified) and swap in atomically."""
+    """Copy (never hard-link: damage to one copy must not reach the other) and swap in atomically."""
     target.parent.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
     try:
         for file in source.iterdir():
-            try:
-                os.link(file, work / file.name)
-            except OSError:
-                shutil.copyfile(file, work / file.name)
+            shutil.copyfile(file, work / file.name)
         _replace_folder(work, target)
     finally:
         shutil.rmtree(work, ignore_errors=True)

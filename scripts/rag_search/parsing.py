@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
 from . import dates
+from .errors import one_line
 
 MARKDOWN_SUFFIXES = {".md", ".markdown", ".mdx"}
 JSON_SUFFIXES = {".json"}
@@ -85,7 +86,7 @@ def parse_markdown(text: str, name: str) -> ParsedFile:
     try:
         post = frontmatter.loads(text)
     except (yaml.YAMLError, ValueError) as exc:
-        raise ParseError(f"malformed front matter: {_one_line(exc)}") from None
+        raise ParseError(f"malformed front matter: {one_line(exc)}") from None
     front = post.metadata if isinstance(post.metadata, dict) else {}
     metadata = _front_matter_metadata(front)
     sections, first_h1 = markdown_sections(post.content)
@@ -287,7 +288,3 @@ def _scalar(value) -> str:
 def _ranges(numbers: list[int]) -> str:
     shown = ", ".join(str(n) for n in numbers[:10])
     return shown + (f" and {len(numbers) - 10} more" if len(numbers) > 10 else "")
-
-
-def _one_line(exc: Exception) -> str:
-    return " ".join(str(exc).split())

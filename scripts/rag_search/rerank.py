@@ -7,19 +7,17 @@ the fused list. It is used only when a cross-encoder folder is configured
 ever downloaded.
 """
 
-import os
 from pathlib import Path
 
-from .config import Config, expand
+from .config import Settings
 from .embedding import force_offline
 
 
-def find_rerank_model(config: Config) -> tuple[Path | None, str]:
+def find_rerank_model(settings: Settings) -> tuple[Path | None, str]:
     """(model folder, "") if one is configured and present, else (None, why not)."""
-    configured = os.environ.get("RAG_SEARCH_RERANK_MODEL") or config.rerank_model
-    if not configured:
+    path = settings.rerank_model
+    if path is None:
         return None, "no cross-encoder is configured (set RAG_SEARCH_RERANK_MODEL or rerank_model in the config file)"
-    path = expand(configured)
     if not (path / "config.json").is_file():
         return None, f"the configured cross-encoder {path} is not a model folder (no config.json)"
     return path, ""

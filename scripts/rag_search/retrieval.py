@@ -18,8 +18,11 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import lexical
+from .config import Settings
+from .embedding import find_model, query_embedder
 from .errors import IndexNotBuilt
-from .store import COLLECTIONS, INDEX_COMMANDS, Store
+from .records import Filters, Hit
+from .store import COLLECTIONS, INDEX_COMMANDS, Store, fingerprint
 
 MODES = ("hybrid", "dense", "lexical")
 SECONDS_PER_DAY = 86400.0
@@ -43,15 +46,9 @@ class SearchOptions:
     dense_weight: float = 1.0
     lexical_weight: float = 1.0
 
-
-@dataclass
-class Hit:
-    id: str
-    collection: str
-    score: float  # cosine similarity of chunk and query, clipped to 0..1
-    text: str
-    metadata: dict
-    explain: dict = field(default_factory=dict)  # ranks and scores of each stage
+    @property
+    def filters(self) -> Filters:
+        return Filters(tuple(self.sources or ()), self.since, self.until)
 
 
 @dataclass
@@ -65,40 +62,65 @@ class SearchResult:
     truncated: bool = False  # the token budget cut the list short
 
 
-def open_collections(store: Store, index: str, expected: dict) -> tuple[dict, list[str]]:
-    """The collections to search for --index personal|docs|all, and notes about missing ones.
+def open_stores(settings: Settings, index: str, expected: dict) -> tuple[dict[str, Store], list[str]]:
+    """The stores to search for --index personal|docs|all, and notes about missing ones.
 
     Asking for one index that was never built is an error; with `all`, a
     missing one is skipped with a note, and it is an error only if none exists.
     """
     names = COLLECTIONS if index == "all" else (index,)
-    opened, notes = {}, []
-    for name in names:
-        try:
-            opened[name] = store.collection_for_search(name, expected)
-        except IndexNotBuilt as exc:
-            if index != "all":
-                raise
-            notes.append(str(exc))
+    opened: dict[str, Store] = {}
+    notes: list[str] = []
+    try:
+        for name in names:
+            try:
+                store = Store.open_for_reading(settings, name)
+                opened[name] = store
+                store.check_fingerprint(expected)
+            except IndexNotBuilt as exc:
+                if name in opened:
+                    opened.pop(name).close()
+                if index != "all":
+                    raise
+                notes.append(str(exc))
+                continue
+            notes += store.notes
+    except BaseException:
+        for store in opened.values():
+            store.close()
+        raise
     if not opened:
-        raise IndexNotBuilt(
-            "no index has been built yet",
-            hint=f"run {INDEX_COMMANDS['personal']} and/or {INDEX_COMMANDS['docs']}",
-        )
+        raise IndexNotBuilt("no index has been built yet", hint=f"run {INDEX_COMMANDS['personal']} and/or {INDEX_COMMANDS['docs']}")
     return opened, notes
 
 
-def search(store: Store, collections: dict, query: str, vector: np.ndarray, options: SearchOptions, reranker=None) -> SearchResult:
-    """Rank chunks of `collections` for `query` (embedded as `vector`) as `options` say."""
-    total = sum(collection.count() for collection in collections.values())
+class Searcher:
+    """A warm search: the model and the open index, for many queries in one process (benchmarks, a server)."""
+
+    def __init__(self, settings: Settings, index: str = "all"):
+        model = find_model(settings.model_dir)
+        self.embedder = query_embedder(settings.data_dir, model)
+        self.stores, self.notes = open_stores(settings, index, fingerprint(model))
+
+    def search(self, query: str, options: SearchOptions) -> SearchResult:
+        return search(self.stores, query, self.embedder.embed([query])[0], options)
+
+    def close(self) -> None:
+        for store in self.stores.values():
+            store.close()
+
+
+def search(stores: dict[str, Store], query: str, vector: np.ndarray, options: SearchOptions, reranker=None) -> SearchResult:
+    """Rank chunks of the `stores` for `query` (embedded as `vector`) as `options` say."""
+    total = sum(store.chunk_count() for store in stores.values())
     candidates: dict[str, Hit] = {}
     dense_order: list[str] = []
     lexical_order: list[str] = []
     if options.mode in ("hybrid", "dense"):
-        dense_order = _dense(collections, vector, options, candidates)
+        dense_order = _dense(stores, vector, options, candidates)
     if options.mode in ("hybrid", "lexical"):
-        lexical_order = _lexical(store, collections, query, options, candidates)
-    _fill_missing(collections, vector, candidates)
+        lexical_order = _lexical(stores, query, options, candidates)
+    _fill_missing(stores, vector, candidates)
 
     ranking = _rank(candidates, dense_order, lexical_order, options)
     hits = [candidates[chunk_id] for chunk_id in ranking]
@@ -108,41 +130,12 @@ def search(store: Store, collections: dict, query: str, vector: np.ndarray, opti
         hits = reranker.rerank(query, hits[: max(options.top_k * 4, 20)])
     hits = _cap_per_file(hits, options.per_file)[: options.top_k]
     hits, truncated = _within_budget(hits, options.max_tokens)
-    return SearchResult(query, hits, list(collections), total, options.mode, truncated=truncated)
+    return SearchResult(query, hits, list(stores), total, options.mode, truncated=truncated)
 
 
-def _where(options: SearchOptions) -> dict | None:
-    """The ChromaDB metadata filter for --source, --since and --until."""
-    clauses = []
-    if options.sources:
-        clauses.append({"source_id": {"$in": list(options.sources)}})
-    if options.since is not None:
-        clauses.append({"date_ts": {"$gte": options.since}})
-    if options.until is not None:
-        clauses.append({"date_ts": {"$lte": options.until}})
-    if not clauses:
-        return None
-    return clauses[0] if len(clauses) == 1 else {"$and": clauses}
-
-
-def _dense(collections: dict, vector: np.ndarray, options: SearchOptions, candidates: dict) -> list[str]:
+def _dense(stores: dict[str, Store], vector: np.ndarray, options: SearchOptions, candidates: dict) -> list[str]:
     """Nearest chunks by cosine similarity, all collections merged; ids best first."""
-    found: list[Hit] = []
-    where = _where(options)
-    for name, collection in collections.items():
-        count = collection.count()
-        if count == 0:
-            continue
-        result = collection.query(
-            query_embeddings=[vector.tolist()],
-            n_results=min(options.depth, count),
-            where=where,
-            include=["documents", "metadatas", "distances"],
-        )
-        for chunk_id, text, metadata, distance in zip(
-            result["ids"][0], result["documents"][0], result["metadatas"][0], result["distances"][0], strict=True
-        ):
-            found.append(Hit(chunk_id, name, _clip(1.0 - distance), text or "", dict(metadata or {})))
+    found = [hit for store in stores.values() for hit in store.dense(vector, options.depth, options.filters)]
     found.sort(key=lambda hit: hit.score, reverse=True)
     for rank, hit in enumerate(found, start=1):
         hit.explain.update(dense_rank=rank, cosine=round(hit.score, 4))
@@ -150,37 +143,32 @@ def _dense(collections: dict, vector: np.ndarray, options: SearchOptions, candid
     return [hit.id for hit in found]
 
 
-def _lexical(store: Store, collections: dict, query: str, options: SearchOptions, candidates: dict) -> list[str]:
+def _lexical(stores: dict[str, Store], query: str, options: SearchOptions, candidates: dict) -> list[str]:
     """Best chunks by BM25 over the same collections and filters; ids best first."""
     match = lexical.match_expression(query)
     if match is None:
         return []
-    rows = store.catalog.keyword_search(
-        match, list(collections), options.depth, options.sources, options.since, options.until
-    )
-    for rank, (chunk_id, name, bm25) in enumerate(rows, start=1):
+    rows = [(chunk_id, name, bm25) for name, store in stores.items()
+            for chunk_id, bm25 in store.keyword(match, options.depth, options.filters)]
+    rows.sort(key=lambda row: row[2], reverse=True)
+    for rank, (chunk_id, name, bm25) in enumerate(rows[: options.depth], start=1):
         hit = candidates.setdefault(chunk_id, Hit(chunk_id, name, 0.0, "", {}))
         hit.explain.update(lexical_rank=rank, bm25=round(bm25, 4))
-    return [row[0] for row in rows]
+    return [row[0] for row in rows[: options.depth]]
 
 
-def _fill_missing(collections: dict, vector: np.ndarray, candidates: dict) -> None:
+def _fill_missing(stores: dict[str, Store], vector: np.ndarray, candidates: dict) -> None:
     """Text, metadata and cosine score for chunks only the keyword search found."""
-    missing: dict[str, list[str]] = {}
-    for hit in candidates.values():
-        if "dense_rank" not in hit.explain:
-            missing.setdefault(hit.collection, []).append(hit.id)
-    for name, ids in missing.items():
-        found = collections[name].get(ids=ids, include=["documents", "metadatas", "embeddings"])
-        for chunk_id, text, metadata, embedding in zip(
-            found["ids"], found["documents"], found["metadatas"], found["embeddings"], strict=True
-        ):
-            hit = candidates[chunk_id]
-            hit.text, hit.metadata = text or "", dict(metadata or {})
-            hit.score = _clip(float(np.dot(np.asarray(embedding, dtype=np.float32), vector)))
-            hit.explain["cosine"] = round(hit.score, 4)
-        for chunk_id in set(ids) - set(found["ids"]):
-            del candidates[chunk_id]  # in the keyword index but not among the vectors: never show it
+    for name, store in stores.items():
+        missing = [hit for hit in candidates.values() if hit.collection == name and "dense_rank" not in hit.explain]
+        if not missing:
+            continue
+        kept = {hit.id for hit in store.fill(missing, vector)}
+        for hit in missing:
+            if hit.id in kept:
+                hit.explain["cosine"] = round(hit.score, 4)
+            else:
+                del candidates[hit.id]  # in the keyword index but not among the vectors: never show it
 
 
 def _rank(candidates: dict, dense_order: list[str], lexical_order: list[str], options: SearchOptions) -> list[str]:
@@ -243,7 +231,3 @@ def _within_budget(hits: list[Hit], max_tokens: int | None) -> tuple[list[Hit], 
         kept.append(hit)
         used += cost
     return kept, False
-
-
-def _clip(similarity: float) -> float:
-    return float(min(1.0, max(0.0, similarity)))

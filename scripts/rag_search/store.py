@@ -1,37 +1,61 @@
-"""The index: ChromaDB collections and the catalog beside them, in one generation folder.
+"""The index of one collection: vectors (ChromaDB), catalog, keyword index and source state, as one thing.
 
-Collections are created with `embedding_function=None` and cosine space, and
-vectors are always passed in: given text alone, chromadb 1.5 would download an
-ONNX model of its own. Each collection's metadata carries the fingerprint of
-the model and chunking that built it, checked before every search.
+The store is the only door to the index: sources, the indexer, retrieval and
+the scripts call its methods with our own types (records.py) and never see a
+chromadb collection or the catalog's tables.
 
-Server mode (--chroma-url): the vectors live on a Chroma server instead of in
-the generation folder; index runs keep their catalog in local generations as
-usual, and stamp the server's collections with a new version when they
-publish. Searches keep a local copy of the keyword index, rebuilt from the
-server's chunk texts whenever that version moves, so keyword search covers
-every chunk on the server, whichever machine indexed it.
+Writing happens in a generation of its own (generations.py). One flush is one
+operation: new vectors are added, then the catalog is written; if the catalog
+write fails the new vectors are deleted again, so the source being written
+fails and the index stays consistent. Chunk ids are derived from the document,
+the position, the text and the metadata, so an id always names the same chunk: a
+vector found by id can be reused for equal text, and writing an id that exists
+changes nothing.
+
+Server mode (--chroma-url): the vectors live on a Chroma server, which applies
+writes at once; the catalog stays in local generations. Before touching the
+server, a run appends the ids it will add or remove to a journal beside the
+generations; removals wait until the run has published. A killed or failed run
+is resolved by the next one: a journaled id stays on the server exactly when
+the published catalog has it. Each machine marks its chunks with its owner id,
+so `verify` can check both directions: every catalogued chunk is on the server,
+and every chunk this machine put there is catalogued (orphans are removed).
 """
 
+import contextlib
 import json
+import logging
+import math
 import os
 import tempfile
 import time
+import uuid
+from collections.abc import Callable
 from pathlib import Path
 
-from . import generations, lexical
-from .catalog import SCHEMA_VERSION, Catalog, ChunkRecord, DocumentRecord
+import numpy as np
+
+from . import generations
+from .atomic import folder_size, write_atomically
+from .catalog import SCHEMA_VERSION, Catalog
 from .chunking import Chunk, chunking_settings
-from .config import ChromaServer
+from .config import Settings
 from .embedding import ModelInfo
-from .errors import FingerprintMismatch, IndexNotBuilt, StoreError
+from .errors import DiskFull, FingerprintMismatch, IndexNotBuilt, IndexWriteError, RagSearchError, StoreError, is_disk_full, one_line
+from .generations import INDEX_COMMANDS
 from .locking import exclusive_lock
+from .records import ChunkRecord, DocumentRecord, Filters, Hit, StoredChunk
+from .vectors import VectorIndex
+
+log = logging.getLogger("rag_search")
 
 COLLECTIONS = ("personal", "docs")
-FINGERPRINT_KEY = "rag_search_fingerprint"
-VERSION_KEY = "rag_search_version"  # server mode: moved by every published index run
-MIRROR_STATE = "server-keyword-copy"  # the catalog's record of the server version its keyword copy holds
-INDEX_COMMANDS = {"personal": "scripts/index_personal.py", "docs": "scripts/index_docs.py --all"}
+CATALOG = "catalog.sqlite"
+CHROMA = "chroma"
+OWNER_FILE = "owner"
+JOURNAL_FILE = "server-journal.jsonl"
+MIRROR_STATE = "server-keyword-copy"  # the keyword copy's record of the server version it holds
+MB = 1024 * 1024
 
 
 def fingerprint(model: ModelInfo) -> dict:
@@ -45,90 +69,130 @@ def fingerprint(model: ModelInfo) -> dict:
     }
 
 
+def rebuild_hint(name: str) -> str:
+    return f"rebuild it from scratch: {INDEX_COMMANDS[name]} --full"
+
+
 def make_private_dir(path: Path) -> None:
     """Create `path` (and parents) readable by the owner only; fail clearly if impossible."""
     try:
         path.mkdir(mode=0o700, parents=True, exist_ok=True)
-        probe = tempfile.NamedTemporaryFile(dir=path, prefix=".write-probe-")
-        probe.close()
+        tempfile.NamedTemporaryFile(dir=path, prefix=".write-probe-").close()
     except OSError as exc:
-        raise StoreError(
-            f"cannot write to the data folder {path}: {exc.strerror or exc}",
-            hint="choose a writable folder with --data-dir or RAG_SEARCH_HOME",
-        ) from None
+        if is_disk_full(exc):
+            raise DiskFull(f"the disk is full: free some space in {path}", hint="free disk space and rerun") from None
+        raise StoreError(f"cannot write to the data folder {path}: {exc.strerror or exc}",
+                         hint="choose a writable folder with --data-dir or RAG_SEARCH_HOME") from None
+
+
+class ServerJournal:
+    """Server mode: the ids a run is about to add to or remove from the server, written before it does."""
+
+    def __init__(self, path: Path, server_url: str):
+        self.path = path
+        self.server_url = server_url
+
+    def record(self, ids: list[str]) -> None:
+        if not ids:
+            return
+        with open(self.path, "a", encoding="utf-8") as journal:
+            journal.write(json.dumps({"server": self.server_url, "ids": ids}) + "\n")
+            journal.flush()
+            os.fsync(journal.fileno())
+
+    def pending(self) -> set[str]:
+        try:
+            lines = self.path.read_text(encoding="utf-8").splitlines()
+        except FileNotFoundError:
+            return set()
+        pending: set[str] = set()
+        for line in lines:
+            with contextlib.suppress(ValueError, KeyError, TypeError):  # a line cut short by a kill
+                entry = json.loads(line)
+                if entry["server"] == self.server_url:
+                    pending.update(entry["ids"])
+        return pending
+
+    def clear(self) -> None:
+        self.path.unlink(missing_ok=True)
 
 
 class Store:
-    """A ChromaDB PersistentClient and a catalog over one generation folder (see generations.py)."""
+    """One collection's index in one generation (or, in server mode, the server and a local catalog)."""
 
-    def __init__(self, folder: Path, writable: bool = True, server: ChromaServer | None = None):
+    def __init__(self, name: str, folder: Path, settings: Settings):
+        self.name = name
         self.folder = folder
-        self.server = server
-        self.catalog = Catalog(folder / "catalog.sqlite", writable)
-        self._client = None
+        self.settings = settings
+        self.notes: list[str] = []  # for the caller to log: e.g. CURRENT was unreadable
+        self._catalog: Catalog | None = None
+        self._vectors: VectorIndex | None = None
         self._session: generations.WriteSession | None = None
         self._read_lock: int | None = None
-        self._keyword_copy = False  # server mode search: the catalog is the local keyword copy
+        self._journal: ServerJournal | None = None
+        self._owner: str | None = None
+        self._deferred: list[str] = []  # server mode: ids to delete once the run has published
+
+    # --- opening and closing ------------------------------------------------
 
     @classmethod
-    def open_for_writing(
-        cls, data_dir: Path, wait_seconds: float = generations.DEFAULT_WAIT_SECONDS, server: ChromaServer | None = None
-    ) -> "Store":
-        """A writable copy of the current index; nothing is visible to searches until commit()."""
-        make_private_dir(data_dir)
+    def open_for_reading(cls, settings: Settings, name: str) -> "Store":
+        """The published index of `name`, held until close(); in server mode, the server and this machine's keyword copy."""
+        if settings.server is not None:
+            return cls._open_server_copy(settings, name)
+        folder, lock, note = generations.open_for_reading(settings.data_dir / name)
+        store = cls(name, folder, settings)
+        store._read_lock = lock
+        store.notes = [note] if note else []
+
+        def open_parts():
+            store._catalog = Catalog(folder / CATALOG, writable=False)
+            store._catalog.chunk_count()  # a catalog that is not a database fails here, not half way through a search
+            store._vectors = VectorIndex.open_local(folder / CHROMA, name, reading=True)
+
+        return store._attach(open_parts)
+
+    @classmethod
+    def open_for_writing(cls, settings: Settings, name: str, fresh: bool = False) -> "Store":
+        """A writable next generation of `name`, a copy of the published one (or empty when `fresh`)."""
+        make_private_dir(settings.data_dir)
+        generations.remove_legacy_layout(settings.data_dir)
+        root = settings.data_dir / name
         try:
-            session = generations.WriteSession(data_dir, wait_seconds)
-        except OSError as exc:  # disk full while copying, permissions…
-            raise StoreError(f"cannot prepare the next index in {data_dir}: {exc.strerror or exc}", hint="free disk space") from None
-        try:
-            store = cls(session.folder, server=server)
-        except Exception as exc:  # sqlite3 and OS errors alike
-            session.discard()
-            raise StoreError(f"cannot open the index in {data_dir}: {exc}", hint="reindex with --full") from None
+            session = generations.WriteSession(root, settings.wait_seconds, fresh)
+        except RagSearchError:
+            raise
+        except OSError as exc:
+            if is_disk_full(exc):
+                raise disk_full(root, generations.complete_generations(root)) from None
+            raise StoreError(f"cannot prepare the next {name} index in {root}: {exc.strerror or one_line(exc)}",
+                             hint=rebuild_hint(name)) from None
+        except Exception as exc:  # sqlite3 errors while copying a damaged generation
+            raise StoreError(f"the {name} index in {root} cannot be copied: {one_line(exc)}", hint=rebuild_hint(name)) from None
+        store = cls(name, session.folder, settings)
         store._session = session
-        return store
 
-    @classmethod
-    def open_for_reading(cls, data_dir: Path, server: ChromaServer | None = None) -> "Store":
-        """The published index, locked against deletion until close(); in server mode, the server
-        and this machine's keyword copy of it."""
-        if server is not None:
-            folder = data_dir / "server" / f"{server.host}_{server.port}"
-            make_private_dir(folder)
-            store = cls(folder, server=server)
-            store._keyword_copy = True
-            return store
-        folder, lock = generations.open_for_reading(data_dir)
+        def open_parts():
+            store._catalog = Catalog(session.folder / CATALOG)
+            if settings.server is None:
+                store._vectors = VectorIndex.open_local(session.folder / CHROMA, name)
+            else:
+                store._open_server_for_writing(fresh)
+
+        return store._attach(open_parts)
+
+    def _attach(self, open_parts) -> "Store":
+        """Run `open_parts`; if it fails, release what was opened and say which index cannot be opened and how to rebuild it."""
         try:
-            store = cls(folder, writable=False)
-        except FingerprintMismatch:
-            os.close(lock)
+            open_parts()
+        except RagSearchError:
+            self.close()
             raise
         except Exception as exc:
-            os.close(lock)
-            raise StoreError(f"cannot open the index in {folder}: {exc}", hint=f"reindex: {INDEX_COMMANDS['personal']} --full") from None
-        store._read_lock = lock
-        return store
-
-    def commit(self) -> bool:
-        """Verify the work generation and publish it, if this run changed anything; True if published."""
-        if self._session is None:
-            raise RuntimeError("commit() needs a store opened for writing")
-        if not self.catalog.changed:
-            return False
-        self._release_handles()
-        verify(self.folder, self.server)
-        try:
-            self._session.publish()
-        except OSError as exc:
-            raise StoreError(f"cannot publish the new index: {exc.strerror or exc}", hint="free disk space and rerun") from None
-        if self.server is not None:
-            for name in COLLECTIONS:  # ours only: a server may hold other applications' collections
-                collection = self.collection(name)
-                if collection is not None:
-                    collection.modify(metadata={**(collection.metadata or {}), VERSION_KEY: str(time.time_ns())})
-            self._release_handles()
-        return True
+            self.close()
+            raise StoreError(f"the {self.name} index in {self.folder} cannot be opened: {one_line(exc)}",
+                             hint=rebuild_hint(self.name)) from None
+        return self
 
     def close(self) -> None:
         """Release everything; an uncommitted work generation is discarded."""
@@ -141,156 +205,378 @@ class Store:
             self._read_lock = None
 
     def _release_handles(self) -> None:
-        if self._client is not None:
-            self._client.close()
-            self._client = None
-        self.catalog.close()
+        for handle in (self._vectors, self._catalog):
+            if handle is not None:
+                handle.close()
+        self._vectors = self._catalog = None
 
-    @property
-    def chroma_path(self) -> Path:
-        return self.folder / "chroma"
+    @staticmethod
+    def is_built(settings: Settings, name: str) -> bool:
+        """Whether `name` has a published index (on a server: assumed, the server decides)."""
+        return settings.server is not None or generations.published(settings.data_dir / name)[0] is not None
 
-    @property
-    def client(self):
-        if self._client is None:
-            os.environ["ANONYMIZED_TELEMETRY"] = "False"
-            import chromadb
-            from chromadb.config import Settings
+    # --- what is indexed ----------------------------------------------------
 
-            settings = Settings(anonymized_telemetry=False)
-            if self.server is None:
-                try:
-                    self._client = chromadb.PersistentClient(path=str(self.chroma_path), settings=settings)
-                except Exception as exc:
-                    raise StoreError(f"cannot open the ChromaDB store in {self.folder}: {exc}", hint="reindex with --full") from None
-            else:
-                server = self.server
-                try:
-                    self._client = chromadb.HttpClient(host=server.host, port=server.port, ssl=server.ssl, headers=server.headers,
-                                                       settings=settings)
-                    self._client.heartbeat()
-                except Exception as exc:
-                    self._client = None
-                    raise StoreError(f"cannot reach the Chroma server at {server.url}: {exc}",
-                                     hint="check --chroma-url / RAG_SEARCH_CHROMA_URL, RAG_SEARCH_CHROMA_HEADERS and the server") from None
-        return self._client
+    def prepare(self, expected: dict) -> bool:
+        """Make sure the collection exists with this fingerprint; True if it was (re)created empty."""
+        stored = self._vectors.fingerprint()
+        if stored == expected:
+            return False
+        if stored is not None:
+            log.warning("the %s index was built with another model or chunking: rebuilding it", self.name)
+        self._vectors.create(expected)
+        self._catalog.clear()
+        return True
 
-    def collection(self, name: str):
-        """The named collection, or None if it was never built."""
-        from chromadb.errors import NotFoundError
-
-        try:
-            return self.client.get_collection(name, embedding_function=None)
-        except NotFoundError:
-            return None
-
-    def reset_collection(self, name: str, expected: dict):
-        """Drop `name` (vectors and catalog rows) and create it empty with the given fingerprint."""
-        if self.collection(name) is not None:
-            self.client.delete_collection(name)
-        self.catalog.delete_collection(name)
-        return self.client.create_collection(
-            name,
-            embedding_function=None,
-            configuration={"hnsw": {"space": "cosine"}},
-            metadata={FINGERPRINT_KEY: json.dumps(expected, sort_keys=True)},
-        )
-
-    def collection_for_search(self, name: str, expected: dict):
-        """The collection if it was built with the expected fingerprint; raise otherwise."""
-        collection = self.collection(name)
-        if collection is None:
-            raise IndexNotBuilt(f"the {name} index has not been built yet", hint=f"run {INDEX_COMMANDS[name]}")
-        stored = stored_fingerprint(collection)
+    def check_fingerprint(self, expected: dict) -> None:
+        """Raise IndexNotBuilt or FingerprintMismatch unless the collection was built as `expected` says."""
+        with self._reading():
+            exists = self._vectors.collection is not None
+            stored = self._vectors.fingerprint() if exists else None
+        if not exists:
+            raise IndexNotBuilt(f"the {self.name} index has not been built yet", hint=f"run {INDEX_COMMANDS[self.name]}")
         if stored != expected:
             raise FingerprintMismatch(
-                f"the {name} index was built with {_describe(stored)}, but this install uses {_describe(expected)}",
-                hint=f"reindex: {INDEX_COMMANDS[name]} --full",
+                f"the {self.name} index was built with {_describe(stored)}, but this install uses {_describe(expected)}",
+                hint=f"reindex: {INDEX_COMMANDS[self.name]} --full",
             )
-        if self._keyword_copy:
-            self._refresh_keyword_copy(name, collection)
-        return collection
 
-    def _refresh_keyword_copy(self, name: str, collection) -> None:
-        """Server mode: rebuild this machine's keyword index of `name` if the server's version moved."""
-        version = (collection.metadata or {}).get(VERSION_KEY, "")
-        if (self.catalog.source_state(name, MIRROR_STATE) or {}).get("version") == version:
+    def documents(self, source_id: str | None = None, key_prefix: str | None = None) -> dict[str, DocumentRecord]:
+        return self._catalog.documents(source_id, key_prefix)
+
+    def source_ids(self) -> set[str]:
+        return self._catalog.source_ids()
+
+    def source_state(self, source_id: str) -> dict | None:
+        return self._catalog.source_state(source_id)
+
+    def chunk_count(self, source_id: str | None = None) -> int:
+        with self._reading():
+            return self._catalog.chunk_count(source_id)
+
+    def keyword_ids(self) -> set[str]:
+        """Ids of the chunks in the keyword index (to check it agrees with the vectors)."""
+        return self._catalog.keyword_index_ids()
+
+    def all_chunks(self) -> list[StoredChunk]:
+        return [StoredChunk(chunk_id, text, metadata) for chunk_id, text, metadata, _ in self._vectors.chunks()]
+
+    # --- searching ----------------------------------------------------------
+
+    def dense(self, vector: np.ndarray, depth: int, filters: Filters) -> list[Hit]:
+        """The `depth` nearest chunks by cosine similarity, nearest first."""
+        with self._reading():
+            found = self._vectors.query(vector, depth, _where(filters))
+        return [Hit(chunk_id, self.name, _clip(cosine), text, metadata) for chunk_id, text, metadata, cosine in found]
+
+    def keyword(self, match: str, depth: int, filters: Filters) -> list[tuple[str, float]]:
+        """(chunk id, BM25 score) of the best keyword matches, best first."""
+        with self._reading():
+            return self._catalog.keyword_search(match, depth, filters)
+
+    def fill(self, hits: list[Hit], vector: np.ndarray) -> list[Hit]:
+        """Text, metadata and cosine score for hits found by keyword only; hits without a vector are dropped."""
+        with self._reading():
+            found = {chunk_id: (text, metadata, stored) for chunk_id, text, metadata, stored in
+                     self._vectors.chunks([hit.id for hit in hits], with_vectors=True)}
+        filled = []
+        for hit in hits:
+            if hit.id in found:
+                text, metadata, stored = found[hit.id]
+                hit.text, hit.metadata, hit.score = text, metadata, _clip(float(np.dot(stored, vector)))
+                filled.append(hit)
+        return filled
+
+    @contextlib.contextmanager
+    def _reading(self):
+        try:
+            yield
+        except RagSearchError:
+            raise
+        except Exception as exc:
+            raise StoreError(f"the {self.name} index cannot be read: {one_line(exc)}", hint=rebuild_hint(self.name)) from None
+
+    # --- writing ------------------------------------------------------------
+
+    def reusable_vectors(self, text_hashes: list[str]) -> dict[str, np.ndarray]:
+        """Stored vectors of chunks whose embedded text has these hashes (ids name their text, so they match)."""
+        ids = self._catalog.ids_for_text_hashes(text_hashes)
+        if not ids:
+            return {}
+        vectors = self._vectors.vectors(sorted(set(ids.values())))
+        return {text_hash: vectors[chunk_id] for text_hash, chunk_id in ids.items() if chunk_id in vectors}
+
+    def write(self, items: list[tuple[DocumentRecord, list[ChunkRecord]]],
+              embed: Callable[[list[ChunkRecord]], np.ndarray]) -> tuple[int, int]:
+        """Put documents with their chunks, replacing earlier versions: one operation. Returns (chunks added, removed).
+
+        `embed` gives the vectors of the chunks that are new to the index. On failure
+        nothing of this write stays, and IndexWriteError says so (or the disk is full).
+        """
+        old_ids = set(self._catalog.chunk_ids([record.key for record, _ in items]))
+        chunks = [chunk for _, document_chunks in items for chunk in document_chunks]
+        fresh = list({chunk.id: chunk for chunk in chunks if chunk.id not in old_ids}.values())
+        stale = sorted(old_ids - {chunk.id for chunk in chunks})
+        vectors = embed(fresh) if fresh else np.zeros((0, 0), np.float32)
+        if self._journal is not None:
+            self._journal.record([chunk.id for chunk in fresh] + stale)
+        try:
+            self._vectors.add([c.id for c in fresh], vectors, [c.text for c in fresh], [self._stored_metadata(c) for c in fresh])
+        except Exception as exc:
+            self._vector_store_failed(exc)
+        try:
+            self._catalog.write(items)
+        except Exception as exc:
+            self._undo([chunk.id for chunk in fresh], exc)
+        self._drop_vectors(stale)
+        return len(fresh), len(stale)
+
+    def remove(self, keys: list[str]) -> int:
+        """Remove documents and their chunks; returns the number of chunks removed."""
+        ids = self._catalog.chunk_ids(keys)
+        if self._journal is not None:
+            self._journal.record(ids)
+        try:
+            self._catalog.remove(keys)
+        except Exception as exc:
+            self._undo([], exc)
+        self._drop_vectors(ids)
+        return len(ids)
+
+    def touch(self, updates: list[tuple[str, str | None, dict | None]]) -> None:
+        """New (key, identity, state) for documents whose content did not change."""
+        self._catalog.touch(updates)
+
+    def set_source_state(self, source_id: str, state: dict | None) -> None:
+        self._catalog.set_source_state(source_id, state)
+
+    def remove_source(self, source_id: str) -> int:
+        """Every chunk and the saved state of one source; returns the number of chunks removed."""
+        removed = self.remove(list(self._catalog.documents(source_id)))
+        self._catalog.set_source_state(source_id, None)
+        return removed
+
+    def _stored_metadata(self, chunk: ChunkRecord) -> dict:
+        return chunk.metadata if self._owner is None else {**chunk.metadata, "owner": self._owner}
+
+    def _vector_store_failed(self, exc: Exception):
+        """Writing vectors failed. Locally the store's state is then unknown (ChromaDB can hang if used again after a
+        failed write), so the run stops and its work is discarded; on a server, the journal resolves it and the
+        source being written fails."""
+        if is_disk_full(exc):
+            raise exc
+        if self._journal is not None:
+            raise IndexWriteError(f"the Chroma server refused a write to the {self.name} index: {one_line(exc)}") from None
+        raise StoreError(f"writing vectors to the {self.name} index failed: {one_line(exc)}; this run stops and the previous "
+                         "index still serves", hint="rerun the index script") from None
+
+    def _undo(self, added: list[str], exc: Exception):
+        """The catalog write failed after the vectors were added: delete them again, then raise."""
+        if is_disk_full(exc):
+            raise exc  # the run stops and its work folder goes: nothing to undo
+        try:
+            self._vectors.delete(added)
+        except Exception as undo:
+            raise StoreError(f"writing the {self.name} index failed ({one_line(exc)}) and could not be undone ({one_line(undo)}); "
+                             "this run stops and the previous index still serves", hint="rerun the index script") from None
+        raise IndexWriteError(f"could not write to the {self.name} index: {one_line(exc)}; nothing of this write was kept") from None
+
+    def _drop_vectors(self, ids: list[str]) -> None:
+        """Delete vectors the catalog no longer has: now, locally; after publishing, on a server."""
+        if self._journal is not None:
+            self._deferred.extend(ids)
+            return
+        try:
+            self._vectors.delete(ids)
+        except Exception as exc:
+            if is_disk_full(exc):
+                raise
+            raise StoreError(f"could not remove old vectors from the {self.name} index: {one_line(exc)}; "
+                             "the previous index still serves", hint="rerun the index script") from None
+
+    # --- publishing ---------------------------------------------------------
+
+    def commit(self) -> bool:
+        """Verify the work generation and publish it, if this run changed anything; True if published."""
+        if self._session is None:
+            raise RuntimeError("commit() needs a store opened for writing")
+        if not self._catalog.changed:
+            return False
+        self._catalog.close()
+        if self.settings.server is None:
+            self._vectors.close()
+        try:
+            self.verify()
+        except RagSearchError:
+            raise
+        except Exception as exc:
+            if is_disk_full(exc):
+                raise
+            raise StoreError(f"the new {self.name} index could not be verified: {one_line(exc)}; the previous index still serves",
+                             hint="rerun the index script") from None
+        try:
+            self._session.publish()
+        except OSError as exc:
+            if is_disk_full(exc):
+                raise disk_full(self._session.root, [self._session.name]) from None
+            raise StoreError(f"cannot publish the new {self.name} index: {exc.strerror or one_line(exc)}; the previous index "
+                             "still serves", hint="rerun the index script") from None
+        if self._journal is not None:
+            self._vectors.delete(self._deferred)
+            self._vectors.stamp(str(time.time_ns()))
+            self._journal.clear()
+        return True
+
+    def verify(self) -> None:
+        """Reopen the work generation from disk and check that vectors, catalog and keyword index agree."""
+        catalog = Catalog(self.folder / CATALOG, writable=False)
+        vectors = self._vectors if self.settings.server is not None else VectorIndex.open_local(self.folder / CHROMA, self.name)
+        try:
+            ids = catalog.all_chunk_ids()
+            keyword_ids = catalog.keyword_index_ids()
+            vector_count = vectors.count() if self.settings.server is None else len(ids)
+            if keyword_ids != ids or vector_count != len(ids):
+                raise StoreError(f"the new {self.name} index is inconsistent ({vector_count} vectors, {len(ids)} chunks, "
+                                 f"{len(keyword_ids)} keyword rows); the previous index still serves", hint=rebuild_hint(self.name))
+            if self.settings.server is not None:
+                self._verify_server(ids)
+            elif ids and not vectors.answers_queries():
+                raise StoreError(f"the new {self.name} index does not answer queries; the previous index still serves",
+                                 hint=rebuild_hint(self.name))
+        finally:
+            catalog.close()
+            if vectors is not self._vectors:
+                vectors.close()
+
+    def _verify_server(self, ids: set[str]) -> None:
+        """Both directions: every catalogued chunk is on the server; every chunk of ours there is catalogued."""
+        missing = ids - self._vectors.existing(sorted(ids))
+        if missing:
+            raise StoreError(f"the Chroma server lacks {len(missing)} chunks of the {self.name} index; the previous index still serves",
+                             hint=rebuild_hint(self.name))
+        orphans = self._vectors.ids_where("owner", self._owner) - ids - set(self._deferred)
+        if orphans:
+            log.warning("removing %d orphan chunks this machine left on the Chroma server (%s index)", len(orphans), self.name)
+            self._vectors.delete(sorted(orphans))
+
+    # --- server mode --------------------------------------------------------
+
+    def _open_server_for_writing(self, fresh: bool) -> None:
+        data_dir = self.settings.data_dir
+        self._vectors = VectorIndex.open_server(self.settings.server, self.name)
+        self._owner = owner_id(data_dir)
+        self._journal = ServerJournal(data_dir / self.name / JOURNAL_FILE, self.settings.server.url)
+        pending = self._journal.pending()
+        if not pending or self._vectors.collection is None:
+            self._journal.clear()
+            return
+        keep = self._published_ids() if fresh else self._catalog.all_chunk_ids()
+        if keep is None:
+            return  # the published catalog cannot be read: the rebuild's verify removes what is left over
+        self._vectors.delete(sorted(pending - keep))
+        log.warning("resolved a %s index run that did not finish: %d chunks removed from the Chroma server",
+                    self.name, len(pending - keep))
+        self._journal.clear()
+
+    def _published_ids(self) -> set[str] | None:
+        root = self.settings.data_dir / self.name
+        name, _ = generations.published(root)
+        if name is None:
+            return set()
+        try:
+            catalog = Catalog(root / generations.GENERATIONS / name / CATALOG, writable=False)
+        except Exception:
+            return None
+        try:
+            return catalog.all_chunk_ids()
+        finally:
+            catalog.close()
+
+    @classmethod
+    def _open_server_copy(cls, settings: Settings, name: str) -> "Store":
+        server = settings.server
+        folder = settings.data_dir / "server" / f"{server.host}_{server.port}" / name
+        make_private_dir(folder)
+        store = cls(name, folder, settings)
+        store._vectors = VectorIndex.open_server(server, name)
+        store._catalog = Catalog(folder / CATALOG)
+        if store._vectors.collection is not None:
+            store._refresh_keyword_copy()
+        return store
+
+    def _refresh_keyword_copy(self) -> None:
+        """Rebuild this machine's keyword index of the server's chunks if the server's version moved."""
+        version = self._vectors.version()
+        if (self._catalog.source_state(MIRROR_STATE) or {}).get("version") == version:
             return
         with exclusive_lock(self.folder / "rebuild.lock"):
-            if (self.catalog.source_state(name, MIRROR_STATE) or {}).get("version") == version:
+            if (self._catalog.source_state(MIRROR_STATE) or {}).get("version") == version:
                 return  # another search rebuilt it meanwhile
-            pages = [collection.get(include=["documents", "metadatas"], limit=1000, offset=offset)
-                     for offset in range(0, collection.count(), 1000)]
-            self.catalog.delete_collection(name)
-            self.catalog.replace_documents(name, _keyword_documents(pages))
-            self.catalog.set_source_state(name, MIRROR_STATE, {"version": version})
+            self._catalog.clear()
+            self._catalog.write(keyword_documents(self._vectors.chunks()))
+            self._catalog.set_source_state(MIRROR_STATE, {"version": version})
 
 
-def stored_fingerprint(collection) -> dict | None:
-    raw = (collection.metadata or {}).get(FINGERPRINT_KEY)
+def keyword_documents(chunks: list[tuple[str, str, dict, object]]) -> list[tuple[DocumentRecord, list[ChunkRecord]]]:
+    """Catalog rows for a server collection: its chunks grouped by file, with their keyword text."""
+    documents: dict[str, tuple[DocumentRecord, list[ChunkRecord]]] = {}
+    for chunk_id, text, metadata, _ in chunks:
+        key = f"{metadata.get('source_id', '')}:{metadata.get('file', '')}"
+        if key not in documents:
+            documents[key] = (DocumentRecord(key, metadata.get("source_id", ""), metadata.get("file", ""), None, "", 0,
+                                             metadata.get("indexed_at", "")), [])
+        record, records = documents[key]
+        embedded = Chunk(text, metadata.get("heading", "")).embed_text  # what the index run embedded
+        records.append(ChunkRecord(chunk_id, int(metadata.get("chunk_index", 0)), text, embedded, "", metadata))
+        record.chunk_count += 1
+    return list(documents.values())
+
+
+def owner_id(data_dir: Path) -> str:
+    """This data dir's id on a Chroma server, made once: which chunks there are this machine's."""
+    path = data_dir / OWNER_FILE
     try:
-        return json.loads(raw) if raw else None
-    except json.JSONDecodeError:
+        return path.read_text().strip()
+    except FileNotFoundError:
+        write_atomically(path, uuid.uuid4().hex + "\n", mode=0o600)
+        return path.read_text().strip()
+
+
+def disk_full(root: Path, generation_names: list[str]) -> DiskFull:
+    """The error for a full disk, with how much to free: room for a copy of the index and some growth."""
+    sizes = [_folder_size(root / generations.GENERATIONS / name) for name in generation_names[-1:]]
+    needed = (sizes[0] if sizes else 0) + 64 * MB
+    stat = os.statvfs(root if root.exists() else root.parent)
+    free = stat.f_bavail * stat.f_frsize
+    to_free = max(math.ceil((needed - free) / MB), 16)
+    return DiskFull(f"the disk is full: free at least {to_free} MB in {root.parent} (an index run there needs about "
+                    f"{math.ceil(needed / MB)} MB); the previous index still serves", hint="free disk space and rerun")
+
+
+def _folder_size(folder: Path) -> int:
+    return folder_size(folder) if folder.is_dir() else 0
+
+
+def _where(filters: Filters) -> dict | None:
+    """The ChromaDB metadata filter for sources and dates."""
+    clauses = []
+    if filters.sources:
+        clauses.append({"source_id": {"$in": list(filters.sources)}})
+    if filters.since is not None:
+        clauses.append({"date_ts": {"$gte": filters.since}})
+    if filters.until is not None:
+        clauses.append({"date_ts": {"$lte": filters.until}})
+    if not clauses:
         return None
+    return clauses[0] if len(clauses) == 1 else {"$and": clauses}
 
 
 def _describe(value: dict | None) -> str:
     if not value:
         return "an unknown model and chunking"
-    return (
-        f"model {value.get('model')} ({value.get('model_id')}, {value.get('dimension')} dims), "
-        f"chunking {value.get('chunking')}, schema {value.get('schema')}"
-    )
+    return (f"model {value.get('model')} ({value.get('model_id')}, {value.get('dimension')} dims), "
+            f"chunking {value.get('chunking')}, schema {value.get('schema')}")
 
 
-def verify(folder: Path, server: ChromaServer | None = None) -> None:
-    """Reopen a generation from disk and check vectors, catalog and keyword index agree.
-
-    Runs in the index run's process: if the new store crashes on open, the run
-    dies and the previous generation keeps serving. On a server, which other
-    machines may fill too, every chunk of the catalog must be there.
-    """
-    store = Store(folder, writable=False, server=server)
-    try:
-        for name in COLLECTIONS:
-            collection = store.collection(name)
-            if collection is None:
-                continue
-            chunks = store.catalog.chunk_count(name)
-            keyword_ids = store.catalog.keyword_index_ids(name)
-            if server is None:
-                vectors = collection.count()
-            else:
-                listed = sorted(keyword_ids)
-                vectors = sum(len(collection.get(ids=listed[i : i + 1000], include=[])["ids"]) for i in range(0, len(listed), 1000))
-            if not vectors == chunks == len(keyword_ids):
-                raise StoreError(
-                    f"the new {name} index is inconsistent ({vectors} vectors, {chunks} chunks, {len(keyword_ids)} keyword rows); "
-                    "the previous index still serves",
-                    hint=f"rerun with --full: {INDEX_COMMANDS[name]} --full",
-                )
-            if vectors:
-                sample = collection.get(limit=1, include=["embeddings"])
-                if not collection.query(query_embeddings=sample["embeddings"], n_results=1)["ids"][0]:
-                    raise StoreError(f"the new {name} index does not answer queries; the previous index still serves",
-                                     hint=f"rerun with --full: {INDEX_COMMANDS[name]} --full")
-    finally:
-        store._release_handles()
-
-
-def _keyword_documents(pages: list[dict]) -> list[tuple[DocumentRecord, list[ChunkRecord]]]:
-    """Catalog rows for a server collection: its chunks grouped by file, with their keyword terms."""
-    documents: dict[str, tuple[DocumentRecord, list[ChunkRecord]]] = {}
-    for page in pages:
-        for chunk_id, text, metadata in zip(page["ids"], page["documents"], page["metadatas"], strict=True):
-            metadata = metadata or {}
-            source_id, file = metadata.get("source_id", ""), metadata.get("file", "")
-            key = f"{source_id}:{file}"
-            if key not in documents:
-                documents[key] = (DocumentRecord(key, source_id, file, None, None, "", 0, metadata.get("indexed_at", "")), [])
-            record, chunks = documents[key]
-            embedded = Chunk(text or "", metadata.get("heading", "")).embed_text  # what the index run embedded
-            terms = " ".join(lexical.terms(embedded))
-            chunks.append(ChunkRecord(chunk_id, int(metadata.get("chunk_index", 0)), "", terms, source_id, metadata.get("date_ts")))
-            record.chunk_count += 1
-    return list(documents.values())
+def _clip(similarity: float) -> float:
+    return float(min(1.0, max(0.0, similarity)))

@@ -1,8 +1,8 @@
 """The docs index: refreshing registered sources, each on its own.
 
-A source that fails (dead URL, auth failure, a tag that does not exist) is
-reported and skipped; what it indexed before stays searchable, and its saved
-state and `last_indexed` move on only when it completes.
+A source that fails (dead URL, auth failure, a tag that does not exist, a
+listing that shrank) is reported and skipped; what it indexed before stays
+searchable, and its saved state and `last_indexed` move on only when it completes.
 """
 
 import logging
@@ -11,13 +11,15 @@ import time
 from pathlib import Path
 
 from .. import dates, registry
-from ..config import Config
-from ..errors import ConfigError, SourceFailed
-from ..indexer import IndexWriter, Pipeline, remove_source
+from ..config import Settings
+from ..errors import ConfigError, IndexWriteError, SourceFailed, is_disk_full
+from ..indexer import IndexWriter, Pipeline
+from ..reconcile import Listing, Report, reconcile
+from ..specs import GitSource, LocalSource, SourceSpec, WebSource
 from ..store import Store
-from .git import sync_git
-from .local import sync_local
-from .web import sync_web
+from .git import git_listing
+from .local import local_listing
+from .web import WebFetcher, web_listing
 
 log = logging.getLogger("rag_search")
 
@@ -29,83 +31,97 @@ def cache_dir(data_dir: Path, source_id: str) -> Path:
     return data_dir / "sources" / source_id
 
 
-def index_sources(
-    store: Store,
-    pipeline: Pipeline,
-    sources: list[dict],
-    data_dir: Path,
-    config: Config,
-    full: bool = False,
-    quiet: bool = False,
-) -> list[dict]:
+def index_sources(store: Store, pipeline: Pipeline, specs: list[SourceSpec], settings: Settings,
+                  full: bool = False, allow_shrink: bool = False, quiet: bool = False) -> list[dict]:
     """Refresh each source in turn; returns one summary per source."""
-    return [_index_one(store, pipeline, source, data_dir, config, full, quiet) for source in sources]
-
-
-def _index_one(store, pipeline, source, data_dir, config, full, quiet) -> dict:
-    source_id = source["id"]
-    started = time.monotonic()
-    summary: dict = {"id": source_id, "type": source["type"]}
-    log.info("indexing %s (%s)", source_id, source["type"])
+    fetcher = WebFetcher(timeout=settings.web_timeout_seconds, max_bytes=settings.web_max_page_bytes)
     try:
-        with IndexWriter(store, COLLECTION, pipeline) as writer:
-            if source["type"] == "git":
-                details = sync_git(writer, source, cache_dir(data_dir, source_id), config.max_file_bytes, full)
-            elif source["type"] == "web":
-                details = sync_web(writer, source, config, full)
-            else:
-                details = sync_local(writer, source, config, full, quiet)
-        state = details.pop("state", {})
-        status = details.pop("status", "ok")
-        summary.update(status=status, **details)
+        return [_index_one(store, pipeline, spec, settings, fetcher, full, allow_shrink, quiet) for spec in specs]
+    finally:
+        fetcher.close()
+
+
+def _index_one(store: Store, pipeline: Pipeline, spec: SourceSpec, settings: Settings, fetcher: WebFetcher,
+               full: bool, allow_shrink: bool, quiet: bool) -> dict:
+    started = time.monotonic()
+    summary: dict = {"id": spec.id, "type": spec.type}
+    log.info("indexing %s (%s)", spec.id, spec.type)
+    try:
+        writer = IndexWriter(store, pipeline)
+        listing = _listing(spec, settings, store, fetcher)
+        report = reconcile(writer, store.documents(spec.id), listing, spec.id, full=full, allow_shrink=allow_shrink, quiet=quiet)
+        status, error = _status(listing, report)
         if status == "ok":
-            store.catalog.set_source_state(COLLECTION, source_id, state)
-        summary.update(
-            embedded=writer.stats.embedded,
-            chunks_added=writer.stats.chunks_added,
-            chunks_removed=writer.stats.chunks_removed,
-            redacted=writer.stats.redacted,
-        )
-    except SourceFailed as exc:
-        log.error("%s failed: %s", source_id, exc.message)
+            store.set_source_state(spec.id, listing.state or {})
+        summary.update(status=status, **({"error": error} if error else {}), **listing.details, **report.summary(),
+                       embedded=writer.stats.embedded, chunks_added=writer.stats.chunks_added,
+                       chunks_removed=writer.stats.chunks_removed, redacted=writer.stats.redacted)
+    except (SourceFailed, IndexWriteError) as exc:
+        log.error("%s failed: %s", spec.id, exc.message)
         summary.update(status="failed", error=exc.message)
-    except Exception as exc:  # a bug in one source must not stop the others
-        log.error("%s failed unexpectedly: %s", source_id, exc, exc_info=True)
+    except ConfigError:
+        raise
+    except Exception as exc:  # a bug in one source must not stop the others; a full disk stops the run
+        if is_disk_full(exc):
+            raise
+        log.error("%s failed unexpectedly: %s", spec.id, exc, exc_info=True)
         summary.update(status="failed", error=f"unexpected {type(exc).__name__}: {exc}")
-    summary["chunks"] = store.catalog.chunk_count(COLLECTION, source_id)
+    summary["chunks"] = store.chunk_count(spec.id)
     summary["seconds"] = round(time.monotonic() - started, 2)
     return summary
 
 
-def record_completions(registry_file: Path, summaries: list[dict]) -> None:
-    """Write last_indexed (and last_commit) of the sources that completed into the registry.
+def _listing(spec: SourceSpec, settings: Settings, store: Store, fetcher: WebFetcher) -> Listing:
+    if isinstance(spec, GitSource):
+        return git_listing(spec, cache_dir(settings.data_dir, spec.id), settings.max_file_bytes, store.source_state(spec.id))
+    if isinstance(spec, WebSource):
+        return web_listing(spec, fetcher)
+    if isinstance(spec, LocalSource):
+        return local_listing(spec, settings)
+    raise TypeError(f"unknown source spec {spec!r}")
+
+
+def _status(listing: Listing, report: Report) -> tuple[str, str | None]:
+    """ok, partial (some documents failed to load, or the listing is incomplete) or failed (every document failed)."""
+    if report.failed and len(report.failed) == len(listing.documents):
+        first = report.failed[0]
+        return "failed", f"every document failed, e.g. {first['file']}: {first['reason']}"
+    if report.failed:
+        return "partial", f"{len(report.failed)} of {len(listing.documents)} documents failed"
+    if not listing.complete:
+        return "partial", listing.problem
+    return "ok", None
+
+
+def record_runs(registry_file: Path, summaries: list[dict]) -> None:
+    """Write each source's last attempt (and, for those that completed, last_indexed and last_commit) into the registry.
 
     Call it after the store is committed: a source has completed when searches can see it.
     A failure here is only a warning.
     """
-    completed = {summary["id"]: summary.get("commit") for summary in summaries if summary["status"] == "ok"}
-    if not completed:
+    if not summaries:
         return
+    now = dates.now_iso()
 
     def change(reg: registry.Registry) -> None:
-        for source_id, commit in completed.items():
-            entry = reg.get(source_id)
-            if entry is not None:
-                entry["last_indexed"] = dates.now_iso()
-                if commit:
-                    entry["last_commit"] = commit
+        for summary in summaries:
+            if summary["status"] == "ok":
+                reg.record(summary["id"], last_attempt=now, last_indexed=now, last_error=None,
+                           **({"last_commit": summary["commit"]} if summary.get("commit") else {}))
+            else:
+                reg.record(summary["id"], last_attempt=now, last_error=summary.get("error") or summary["status"])
 
     try:
         registry.update(registry_file, change)
     except ConfigError as exc:
-        log.warning("indexed %s, but could not record last_indexed: %s", ", ".join(completed), exc)
+        log.warning("indexed, but could not record the outcome in %s: %s", registry_file, exc)
 
 
 def prune_sources(store: Store, data_dir: Path, keep: set[str]) -> list[str]:
     """Remove chunks, state and cached clones of sources no longer in the registry."""
-    removed = sorted(store.catalog.source_ids(COLLECTION) - keep)
+    removed = sorted(store.source_ids() - keep)
     for source_id in removed:
-        remove_source(store, COLLECTION, source_id)
+        store.remove_source(source_id)
     sources_dir = data_dir / "sources"
     if sources_dir.is_dir():
         for folder in sources_dir.iterdir():

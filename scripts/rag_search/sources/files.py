@@ -1,12 +1,13 @@
 """Folders of files on disk: walking them safely and syncing them into a collection.
 
-Shared by the personal index and `local` doc sources. The collection mirrors
-the folders: new and changed files are (re)indexed, files that are gone or now
-ignored are removed. A file that still exists but cannot be read or parsed this
-time is reported and keeps whatever was indexed from it before.
+Shared by the personal index and `local` doc sources: a folder becomes a
+listing (reconcile.py), keyed by path with size and mtime as the cheap identity.
+A file that still exists but cannot be read or parsed this time is reported and
+keeps whatever was indexed from it before.
 """
 
 import errno
+import functools
 import logging
 import os
 import stat
@@ -15,9 +16,9 @@ from pathlib import Path
 
 from .. import dates
 from ..errors import ConfigError
-from ..indexer import IndexWriter, SourceDocument, content_hash
-from ..parsing import ParseError, kind_of
-from ..progress import Progress
+from ..indexer import SourceDocument, content_hash
+from ..parsing import kind_of
+from ..reconcile import Listed, Listing, Skip
 from ..secrets import is_secret_file, warn_secret_files
 
 log = logging.getLogger("rag_search")
@@ -178,97 +179,44 @@ def _too_large(max_bytes: int) -> str:
     return f"larger than the {max_bytes // 1024} KiB limit (max_file_bytes)"
 
 
-def sync_folders(
-    writer: IndexWriter,
-    walks: list[WalkResult],
-    source_id: str,
-    max_bytes: int,
-    file_prefix: str = "",
-    full: bool = False,
-    quiet: bool = False,
-) -> dict:
-    """Bring `source_id`'s documents in line with the walked folders; returns counts and skips.
+def folder_listing(walk: WalkResult, source_id: str, max_bytes: int, file_prefix: str = "") -> Listing:
+    """The walked files as a listing: keyed by `source_id:absolute path`, shown as `file_prefix + path in root`.
 
-    Files are keyed by `source_id:absolute path` and shown as `file_prefix + path in root`.
-    With `full`, every file is read and indexed again, changed or not.
+    A folder that could not be read makes the listing incomplete, so nothing is
+    removed on its account; files that were found but cannot be indexed stay listed.
     """
-    skipped: list[dict] = []
-    keep_under: list[str] = []  # unreadable folders: keep what was indexed below them
-    for walk in walks:
-        for skip in walk.skipped:
-            path = str(walk.root / skip["file"])
-            log.warning("skipped %s: %s", path, skip["reason"])
-            skipped.append({"file": path, "reason": skip["reason"]})
-            if skip.get("folder"):
-                keep_under.append(f"{source_id}:{path}{os.sep}")
-    files = [entry for walk in walks for entry in walk.files]
-    counts = {"added": 0, "updated": 0, "unchanged": 0, "deleted": 0}
-    secret_files = [str(walk.root / rel) for walk in walks for rel in walk.secret_files]
-    warn_secret_files(source_id, secret_files)
-
-    known = writer.known_documents(source_id)
-    seen = {f"{source_id}:{s['file']}" for s in skipped}
-    seen.update(key for key in known if key.startswith(tuple(keep_under)))
-    touched = []
-    progress = Progress(len(files), source_id, quiet)
-    for entry in files:
-        progress.update()
-        key = f"{source_id}:{entry.path}"
-        seen.add(key)
-        previous = known.get(key)
-        if previous and not full and (previous.size, previous.mtime_ns) == (entry.size, entry.mtime_ns):
-            counts["unchanged"] += 1
-            continue
-        try:
-            text = read_text(entry.path, max_bytes)
-        except SkipFile as exc:
-            skipped.append(_skip(entry, str(exc), previous is not None))
-            continue
-        digest = content_hash(text.encode("utf-8"))
-        if previous and not full and previous.content_hash == digest:
-            touched.append((key, entry.size, entry.mtime_ns))
-            counts["unchanged"] += 1
-            continue
-        document = SourceDocument(
-            key=key,
-            source_id=source_id,
-            file=file_prefix + entry.rel,
-            kind=kind_of(entry.rel),
-            text=text,
-            content_hash=digest,
-            metadata={"root": str(entry.root), "path": str(entry.path)},
-            fallback_date=dates.from_timestamp(entry.mtime_ns / 1e9),
-            size=entry.size,
-            mtime_ns=entry.mtime_ns,
-        )
-        try:
-            for warning in writer.put(document):
-                log.warning("%s: %s", entry.path, warning)
-        except (ParseError, RecursionError) as exc:
-            reason = str(exc) if isinstance(exc, ParseError) else "nested too deeply"
-            skipped.append(_skip(entry, reason, previous is not None))
-            continue
-        counts["updated" if previous else "added"] += 1
-    progress.close()
-    writer.touch(touched)
-    gone = sorted(set(known) - seen)
-    for key in gone:
-        writer.remove(key)
-    counts["deleted"] = len(gone)
-    return {
-        "files_seen": len(files) + sum(len(walk.skipped) for walk in walks),
-        **counts,
-        "skipped": skipped,
-        "ignored": sum(walk.ignored for walk in walks),
-        "secret_files": len(secret_files),
-    }
+    warn_secret_files(source_id, [str(walk.root / rel) for rel in walk.secret_files])
+    unreadable = [skip["file"] for skip in walk.skipped if skip.get("folder")]
+    skipped = [{"file": str(walk.root / skip["file"]), "reason": skip["reason"], "key": f"{source_id}:{walk.root / skip['file']}"}
+               for skip in walk.skipped]
+    for skip in skipped:
+        log.warning("skipped %s: %s", skip["file"], skip["reason"])
+    documents = [
+        Listed(f"{source_id}:{entry.path}", str(entry.path), f"{entry.size}:{entry.mtime_ns}",
+               functools.partial(_load_file, entry, source_id, max_bytes, file_prefix))
+        for entry in walk.files
+    ]
+    problem = f"folder(s) could not be read: {', '.join(unreadable[:3])}" if unreadable else None
+    return Listing(documents, complete=not unreadable, problem=problem, skipped=skipped,
+                   details={"ignored": walk.ignored, "secret_files": len(walk.secret_files)})
 
 
-def _skip(entry: FileEntry, reason: str, kept_previous: bool) -> dict:
-    if kept_previous:
-        reason += "; the previously indexed version is kept"
-    log.warning("skipped %s: %s", entry.path, reason)
-    return {"file": str(entry.path), "reason": reason}
+def _load_file(entry: FileEntry, source_id: str, max_bytes: int, file_prefix: str, previous) -> SourceDocument:
+    try:
+        text = read_text(entry.path, max_bytes)
+    except SkipFile as exc:
+        raise Skip(str(exc)) from None
+    return SourceDocument(
+        key=f"{source_id}:{entry.path}",
+        source_id=source_id,
+        file=file_prefix + entry.rel,
+        kind=kind_of(entry.rel),
+        text=text,
+        content_hash=content_hash(text.encode("utf-8")),
+        identity=f"{entry.size}:{entry.mtime_ns}",
+        metadata={"root": str(entry.root), "path": str(entry.path)},
+        fallback_date=dates.from_timestamp(entry.mtime_ns / 1e9),
+    )
 
 
 def _is_utf8(name: str) -> bool:

@@ -1,21 +1,18 @@
-"""Local doc sources: a folder on disk, indexed like the personal roots."""
+"""Local doc sources: a folder on disk, listed like a personal root."""
 
-from ..config import Config, expand
+from ..config import Settings
 from ..errors import SourceFailed
-from ..indexer import IndexWriter
-from ..registry import DEFAULT_GLOB
-from .files import sync_folders, walk_root
+from ..reconcile import Listing
+from ..specs import LocalSource
+from .files import folder_listing, walk_root
 
 
-def sync_local(writer: IndexWriter, source: dict, config: Config, full: bool = False, quiet: bool = False) -> dict:
-    """Index the files under the source's `path` that match its `glob` (default **/*.md)."""
+def local_listing(spec: LocalSource, settings: Settings) -> Listing:
+    """The files under the source's folder that match its glob."""
     import pathspec
 
-    root = expand(source["path"])
-    if not root.is_dir():
-        raise SourceFailed(f"folder {root} does not exist or is not a folder")
-    include = pathspec.GitIgnoreSpec.from_lines([source.get("glob", DEFAULT_GLOB)])
-    walk = walk_root(root, config.ignore_patterns, include)
-    return sync_folders(
-        writer, [walk], source["id"], config.max_file_bytes, file_prefix=f"{source['id']}/", full=full, quiet=quiet
-    )
+    if not spec.path.is_dir():
+        raise SourceFailed(f"folder {spec.path} does not exist or is not a folder")
+    include = pathspec.GitIgnoreSpec.from_lines([spec.glob])
+    walk = walk_root(spec.path, list(settings.ignore_patterns), include)
+    return folder_listing(walk, spec.id, settings.max_file_bytes, file_prefix=f"{spec.id}/")

@@ -1,25 +1,30 @@
 """The personal index: notes, state, memory and decision files under the user's roots.
 
-The collection mirrors the roots of the run (see files.sync_folders): files of a
-root that is no longer indexed are removed too.
+Each root is reconciled on its own (reconcile.py): a root that lists nothing,
+or less than half of what it had, fails without losing anything. Documents of
+roots not named in this run are left as they are.
 """
 
 import logging
+import os
 import time
 from pathlib import Path
 
-from ..config import Config
-from ..errors import ConfigError
+from ..config import Settings
+from ..errors import ConfigError, SourceFailed
 from ..indexer import IndexWriter, Pipeline
+from ..reconcile import reconcile
 from ..store import Store
-from .files import sync_folders, walk_root
+from .files import folder_listing, walk_root
 
 log = logging.getLogger("rag_search")
 
 COLLECTION = "personal"
+SOURCE_ID = "personal"
+COUNTS = ("added", "updated", "unchanged", "moved", "deleted")
 
 
-def check_roots(roots: list[Path], origin: str) -> list[Path]:
+def check_roots(roots: tuple[Path, ...], origin: str) -> list[Path]:
     """Every root must be an existing folder; a root inside another is dropped."""
     for root in roots:
         if not root.is_dir():
@@ -36,24 +41,32 @@ def check_roots(roots: list[Path], origin: str) -> list[Path]:
     return kept
 
 
-def index_personal(
-    store: Store,
-    pipeline: Pipeline,
-    roots: list[Path],
-    config: Config,
-    full: bool = False,
-    quiet: bool = False,
-) -> dict:
-    """Bring the personal collection in line with `roots`; returns the run summary."""
+def index_personal(store: Store, pipeline: Pipeline, roots: list[Path], settings: Settings,
+                   full: bool = False, allow_shrink: bool = False, quiet: bool = False) -> dict:
+    """Bring each root's documents in the personal collection in line with the root; returns the run summary."""
     started = time.monotonic()
-    walks = [walk_root(root, config.ignore_patterns) for root in roots]
-    with IndexWriter(store, COLLECTION, pipeline, full=full) as writer:
-        counts = sync_folders(writer, walks, COLLECTION, config.max_file_bytes, quiet=quiet)
+    writer = IndexWriter(store, pipeline)
+    totals: dict = {"files_seen": 0, **dict.fromkeys(COUNTS, 0), "ignored": 0, "secret_files": 0, "skipped": [], "failed_roots": []}
+    for root in roots:
+        listing = folder_listing(walk_root(root, list(settings.ignore_patterns)), SOURCE_ID, settings.max_file_bytes)
+        known = store.documents(SOURCE_ID, key_prefix=f"{SOURCE_ID}:{root}{os.sep}")
+        try:
+            report = reconcile(writer, known, listing, str(root), full=full, allow_shrink=allow_shrink, quiet=quiet)
+        except SourceFailed as exc:
+            log.error("%s", exc.message)
+            totals["failed_roots"].append({"root": str(root), "error": exc.message})
+            continue
+        totals["files_seen"] += report.listed
+        totals["skipped"] += report.skipped
+        for name in COUNTS:
+            totals[name] += report.counts[name]
+        totals["ignored"] += listing.details["ignored"]
+        totals["secret_files"] += listing.details["secret_files"]
     return {
         "index": COLLECTION,
         "roots": [str(root) for root in roots],
-        **counts,
-        "chunks": store.catalog.chunk_count(COLLECTION),
+        **totals,
+        "chunks": store.chunk_count(),
         "chunks_added": writer.stats.chunks_added,
         "chunks_removed": writer.stats.chunks_removed,
         "embedded": writer.stats.embedded,

@@ -1,13 +1,14 @@
 """Fetching the pages of a "web" doc source: polite, bounded and same-host only.
 
-This module knows nothing about the index. It turns a base URL, a page list and
-an optional sitemap into page URLs, and one URL (plus what the index remembers
-about it) into a FetchedPage. Requests never leave base_url's host, obey
+This module never writes the index. It turns a base URL, a page list and an
+optional sitemap into a listing of page URLs (incomplete when the sitemap cannot
+be read), and one URL (plus what the index remembers about it) into a FetchedPage. Requests never leave base_url's host, obey
 robots.txt, and are capped in time and size, so one bad page can neither hang
 nor flood an index run; fetch() reports a bad page instead of raising.
 """
 
 import datetime as dt
+import functools
 import logging
 import time
 import xml.etree.ElementTree as ET
@@ -22,6 +23,10 @@ import requests
 import urllib3
 
 from .. import __version__, dates
+from ..errors import one_line
+from ..indexer import SourceDocument, content_hash
+from ..reconcile import Gone, Listed, Listing, Loaded, Skip, Unchanged
+from ..specs import WebSource
 
 log = logging.getLogger("rag_search")
 
@@ -80,14 +85,15 @@ class WebFetcher:
     def close(self) -> None:
         self.session.close()
 
-    def page_urls(self, base_url: str, pages: list[str], sitemap: str | None = None) -> tuple[list[str], list[str]]:
-        """(absolute URLs to index, warnings).
+    def page_urls(self, base_url: str, pages: list[str], sitemap: str | None = None) -> tuple[list[str], list[str], str | None]:
+        """(absolute URLs to index, warnings, why the list may be incomplete or None).
 
         pages are relative to base_url (urljoin); the optional sitemap URL is
         relative to base_url or absolute, and its <loc> entries are added.
         Pages must be on base_url's host, sitemap entries also under its
         folder; others are dropped with a warning. Duplicates are removed,
-        order is kept, and the list is capped at max_pages.
+        order is kept, and the list is capped at max_pages. A sitemap that
+        cannot be fetched or read makes the list incomplete.
         """
         if _origin(base_url) is None:
             raise ValueError(f"not an http(s) URL: {base_url!r}")
@@ -99,13 +105,17 @@ class WebFetcher:
                 urls.append(url)
             else:
                 warnings.append(f"page {url} is not on {_site(base_url)}: skipped")
+        problem = None
         if sitemap:
-            urls += self._sitemap_pages(urldefrag(urljoin(base_url, sitemap)).url, base_url, warnings)
+            try:
+                urls += self._sitemap_pages(urldefrag(urljoin(base_url, sitemap)).url, base_url, warnings)
+            except _PageError as exc:
+                problem = exc.reason
         urls = list(dict.fromkeys(urls))
         if len(urls) > self.max_pages:
             warnings.append(f"{len(urls)} pages found; only the first {self.max_pages} are used (max_pages)")
             urls = urls[: self.max_pages]
-        return urls, warnings
+        return urls, warnings, problem
 
     def fetch(self, url: str, previous: PageState | None = None) -> FetchedPage:
         """The page at url, re-downloaded only if it changed since `previous`; never raises."""
@@ -235,7 +245,7 @@ class WebFetcher:
         return inside
 
     def _sitemap_locs(self, url: str, base_url: str, warnings: list[str], follow_index: bool) -> list[str]:
-        """The <loc> URLs of a urlset, or of the urlsets a sitemap index lists; [] with a warning when unusable."""
+        """The <loc> URLs of a urlset, or of the urlsets a sitemap index lists; _PageError when one cannot be used."""
         try:
             if not _same_origin(url, base_url):
                 raise _PageError(f"not on {_site(base_url)}, not fetched")
@@ -245,14 +255,11 @@ class WebFetcher:
                 _check_status(response)
                 root = ET.fromstring(self._read(response, deadline))
         except _PageError as exc:
-            warnings.append(f"sitemap {url}: {exc.reason}")
-            return []
+            raise _PageError(f"sitemap {url}: {exc.reason}") from None
         except NETWORK_ERRORS as exc:
-            warnings.append(f"sitemap {url}: {self._network_error(exc)}")
-            return []
+            raise _PageError(f"sitemap {url}: {self._network_error(exc)}") from None
         except ET.ParseError as exc:
-            warnings.append(f"sitemap {url}: not valid XML ({exc})")
-            return []
+            raise _PageError(f"sitemap {url}: not valid XML ({exc})") from None
         # Only each entry's own <loc>: the image and video extensions nest their own *:loc deeper.
         locs = [
             urldefrag(urljoin(url, field.text.strip())).url
@@ -266,17 +273,15 @@ class WebFetcher:
         if kind == "sitemapindex" and follow_index:
             return [page for child in locs for page in self._sitemap_locs(child, base_url, warnings, follow_index=False)]
         if kind == "sitemapindex":
-            warnings.append(f"sitemap {url}: a sitemap index inside a sitemap index is not followed")
-        else:
-            warnings.append(f"sitemap {url}: <{kind}> is neither a urlset nor a sitemapindex")
-        return []
+            raise _PageError(f"sitemap {url}: a sitemap index inside a sitemap index is not followed")
+        raise _PageError(f"sitemap {url}: <{kind}> is neither a urlset nor a sitemapindex")
 
     def _network_error(self, exc: Exception) -> str:
         if isinstance(exc, (requests.Timeout, urllib3.exceptions.TimeoutError, TimeoutError)):
             return f"timed out after {self.timeout:g}s"
         if isinstance(exc, requests.ConnectionError):
-            return f"connection failed: {_one_line(exc)}"
-        return _one_line(exc)
+            return f"connection failed: {one_line(exc)}"
+        return one_line(exc)
 
     def _time_limit(self) -> str:
         return f"gave up after {self.timeout:g}s (time limit per page)"
@@ -376,81 +381,38 @@ def _local_name(tag: str) -> str:
     return tag.rsplit("}", 1)[-1]
 
 
-def _one_line(exc: Exception) -> str:
-    return " ".join(str(exc).split())
+def web_listing(spec: WebSource, fetcher: WebFetcher) -> Listing:
+    """The source's pages; a page is loaded by a conditional GET (unchanged pages are not downloaded again)."""
+    urls, warnings, problem = fetcher.page_urls(spec.base_url, list(spec.pages), spec.sitemap)
+    for warning in warnings + ([problem] if problem else []):
+        log.warning("%s: %s", spec.id, warning)
+    documents = [Listed(f"{spec.id}:{url}", url, None, functools.partial(_load_page, spec, url, fetcher)) for url in urls]
+    return Listing(documents, complete=problem is None, problem=problem, details={"pages": len(urls)})
 
 
-def sync_web(writer, source: dict, config, full: bool = False) -> dict:
-    """Fetch each page of a web source and index what changed; returns the summary.
-
-    A page that fails keeps what was indexed from it; a page that is gone (404,
-    410) or no longer listed is removed. The source is "ok" only when no page
-    failed, "partial" when some did, "failed" when all did.
-    """
-    from ..indexer import SourceDocument, content_hash
-    from ..parsing import ParseError
-
-    source_id = source["id"]
-    fetcher = WebFetcher(timeout=config.web_timeout_seconds, max_bytes=config.web_max_page_bytes)
-    try:
-        urls, warnings = fetcher.page_urls(source["base_url"], source.get("pages", []), source.get("sitemap"))
-        for warning in warnings:
-            log.warning("%s: %s", source_id, warning)
-        known = writer.known_documents(source_id)
-        counts = {"added": 0, "updated": 0, "unchanged": 0, "deleted": 0}
-        failed_pages: list[dict] = []
-        for url in urls:
-            key = f"{source_id}:{url}"
-            indexed = known.get(key)
-            previous = PageState(**indexed.state) if indexed and indexed.state and not full else None
-            page = fetcher.fetch(url, previous)
-            state = {"etag": page.etag, "last_modified": page.last_modified}
-            if page.status == "unchanged":
-                counts["unchanged"] += 1
-            elif page.status == "gone":
-                log.warning("%s: %s is gone (%s)", source_id, url, page.error)
-                if indexed:
-                    writer.remove(key)
-                    counts["deleted"] += 1
-            elif page.status == "failed":
-                log.warning("%s: %s failed: %s", source_id, url, page.error)
-                failed_pages.append({"url": url, "error": page.error})
-            else:
-                text = page.markdown
-                if page.title and not text.lstrip().startswith("# "):
-                    text = f"# {page.title}\n\n{text}"
-                digest = content_hash(text.encode("utf-8"))
-                if indexed and indexed.content_hash == digest and not full:
-                    writer.store.catalog.set_document_state(writer.name, key, state)
-                    counts["unchanged"] += 1
-                    continue
-                document = SourceDocument(
-                    key=key,
-                    source_id=source_id,
-                    file=f"{source_id}/{_relative(url, source['base_url'])}",
-                    kind="markdown",
-                    text=text,
-                    content_hash=digest,
-                    metadata={"url": url},
-                    fallback_date=page.date,
-                    state=state,
-                )
-                try:
-                    writer.put(document)
-                except ParseError as exc:
-                    failed_pages.append({"url": url, "error": str(exc)})
-                    continue
-                counts["updated" if indexed else "added"] += 1
-        listed = {f"{source_id}:{url}" for url in urls}
-        for key in set(known) - listed:
-            writer.remove(key)
-            counts["deleted"] += 1
-    finally:
-        fetcher.close()
-    summary = {"pages": len(urls), **counts, "failed_pages": failed_pages, "status": "partial" if failed_pages else "ok"}
-    if failed_pages and len(failed_pages) == len(urls):
-        summary.update(status="failed", error=f"every page failed, e.g. {failed_pages[0]['url']}: {failed_pages[0]['error']}")
-    return summary
+def _load_page(spec: WebSource, url: str, fetcher: WebFetcher, previous) -> Loaded:
+    page = fetcher.fetch(url, PageState(**previous.state) if previous and previous.state else None)
+    state = {"etag": page.etag, "last_modified": page.last_modified}
+    if page.status == "unchanged":
+        return Unchanged(None, state)
+    if page.status == "gone":
+        return Gone(page.error)
+    if page.status == "failed":
+        raise Skip(page.error, failed=True)
+    text = page.markdown
+    if page.title and not text.lstrip().startswith("# "):
+        text = f"# {page.title}\n\n{text}"
+    return SourceDocument(
+        key=f"{spec.id}:{url}",
+        source_id=spec.id,
+        file=f"{spec.id}/{_relative(url, spec.base_url)}",
+        kind="markdown",
+        text=text,
+        content_hash=content_hash(text.encode("utf-8")),
+        metadata={"url": url},
+        fallback_date=page.date,
+        state=state,
+    )
 
 
 def _relative(url: str, base_url: str) -> str:

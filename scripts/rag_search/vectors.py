@@ -1,0 +1,215 @@
+"""One collection's vectors in ChromaDB, a local folder or a server: the only module that imports chromadb.
+
+Collections are created with `embedding_function=None` and cosine space, and
+vectors are always passed in: given text alone, chromadb would download an
+ONNX model of its own. Telemetry is off. The store (store.py) is the only user.
+
+ChromaDB writes a row into its SQLite file every time a client opens a folder,
+so on a full disk even a search could not open the index. A reader that meets
+that opens a private copy of the folder in memory instead (/dev/shm): searches
+never need to write to the data dir.
+"""
+
+import contextlib
+import json
+import logging
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+from .config import ChromaServer
+from .errors import StoreError, is_disk_full, one_line
+
+log = logging.getLogger("rag_search")
+
+FINGERPRINT_KEY = "rag_search_fingerprint"
+VERSION_KEY = "rag_search_version"  # server mode: moved by every published index run
+BATCH = 1000  # well under ChromaDB's max batch size
+RAM_DIR = Path("/dev/shm")
+
+
+def _settings():
+    os.environ["ANONYMIZED_TELEMETRY"] = "False"
+    from chromadb.config import Settings
+
+    return Settings(anonymized_telemetry=False)
+
+
+class VectorIndex:
+    """The ChromaDB collection `name` (absent until created) in a local folder or on a server."""
+
+    def __init__(self, client, name: str, ram_copy: Path | None = None):
+        self._client = client
+        self.name = name
+        self._collection = None
+        self._ram_copy = ram_copy
+
+    @classmethod
+    def open_local(cls, folder: Path, name: str, reading: bool = False) -> "VectorIndex":
+        """The collection in `folder`; a reader on a full disk gets a copy of it in memory."""
+        import chromadb
+
+        try:
+            return cls(chromadb.PersistentClient(path=str(folder), settings=_settings()), name)
+        except Exception as exc:
+            if reading and is_disk_full(exc) and folder.is_dir():
+                return cls._open_ram_copy(folder, name)
+            raise  # the store says which index it is and how to rebuild it
+
+    @classmethod
+    def _open_ram_copy(cls, folder: Path, name: str) -> "VectorIndex":
+        import chromadb
+
+        if not RAM_DIR.is_dir():
+            raise StoreError(f"the disk holding {folder} is full, and there is no {RAM_DIR} to read a copy from", hint="free disk space")
+        copy = Path(tempfile.mkdtemp(prefix="rag-search-", dir=RAM_DIR))
+        try:
+            shutil.copytree(folder, copy / "chroma")
+            log.warning("the disk holding %s is full: searching a copy of the index in memory", folder)
+            return cls(chromadb.PersistentClient(path=str(copy / "chroma"), settings=_settings()), name, ram_copy=copy)
+        except BaseException:
+            shutil.rmtree(copy, ignore_errors=True)
+            raise
+
+    @classmethod
+    def open_server(cls, server: ChromaServer, name: str) -> "VectorIndex":
+        import chromadb
+
+        try:
+            client = chromadb.HttpClient(host=server.host, port=server.port, ssl=server.ssl, headers=server.headers,
+                                         settings=_settings())
+            client.heartbeat()
+        except Exception as exc:
+            raise StoreError(f"cannot reach the Chroma server at {server.url}: {one_line(exc)}",
+                             hint="check --chroma-url / RAG_SEARCH_CHROMA_URL, RAG_SEARCH_CHROMA_HEADERS and the server") from None
+        return cls(client, name)
+
+    def close(self) -> None:
+        if self._client is not None and hasattr(self._client, "close"):
+            with contextlib.suppress(Exception):
+                self._client.close()
+        self._client = self._collection = None
+        if self._ram_copy is not None:
+            shutil.rmtree(self._ram_copy, ignore_errors=True)
+            self._ram_copy = None
+
+    @property
+    def collection(self):
+        """The chromadb collection, or None if it was never created."""
+        if self._collection is None:
+            from chromadb.errors import NotFoundError
+
+            try:
+                self._collection = self._client.get_collection(self.name, embedding_function=None)
+            except NotFoundError:
+                return None
+        return self._collection
+
+    def fingerprint(self) -> dict | None:
+        """The fingerprint the collection was created with; None if absent or unreadable."""
+        collection = self.collection
+        raw = (collection.metadata or {}).get(FINGERPRINT_KEY) if collection is not None else None
+        try:
+            return json.loads(raw) if raw else None
+        except json.JSONDecodeError:
+            return None
+
+    def version(self) -> str:
+        """Server mode: the stamp of the last published index run."""
+        collection = self.collection
+        return str((collection.metadata or {}).get(VERSION_KEY, "")) if collection is not None else ""
+
+    def create(self, fingerprint: dict) -> None:
+        """(Re)create the collection, empty, with this fingerprint."""
+        from chromadb.errors import NotFoundError
+
+        with contextlib.suppress(NotFoundError, ValueError):
+            self._client.delete_collection(self.name)
+        self._collection = self._client.create_collection(
+            self.name,
+            embedding_function=None,
+            configuration={"hnsw": {"space": "cosine"}},
+            metadata={FINGERPRINT_KEY: json.dumps(fingerprint, sort_keys=True)},
+        )
+
+    def stamp(self, version: str) -> None:
+        """Server mode: record a published index run, so searches know to refresh their keyword copy."""
+        collection = self.collection
+        collection.modify(metadata={**(collection.metadata or {}), VERSION_KEY: version})
+
+    def count(self) -> int:
+        collection = self.collection
+        return collection.count() if collection is not None else 0
+
+    def add(self, ids: list[str], vectors: np.ndarray, texts: list[str], metadatas: list[dict]) -> None:
+        for start in range(0, len(ids), BATCH):
+            end = start + BATCH
+            self.collection.upsert(ids=ids[start:end], embeddings=vectors[start:end], documents=texts[start:end],
+                                   metadatas=metadatas[start:end])
+
+    def delete(self, ids: list[str]) -> None:
+        collection = self.collection
+        if collection is None:
+            return
+        for start in range(0, len(ids), BATCH):
+            collection.delete(ids=ids[start : start + BATCH])
+
+    def existing(self, ids: list[str]) -> set[str]:
+        """Which of `ids` the collection holds."""
+        found: set[str] = set()
+        for start in range(0, len(ids), BATCH):
+            found.update(self.collection.get(ids=ids[start : start + BATCH], include=[])["ids"])
+        return found
+
+    def ids_where(self, field: str, value: str) -> set[str]:
+        """Ids of the chunks whose metadata `field` equals `value` (server mode: a machine's own chunks)."""
+        found: set[str] = set()
+        offset = 0
+        while True:
+            page = self.collection.get(where={field: value}, include=[], limit=BATCH, offset=offset)["ids"]
+            found.update(page)
+            if len(page) < BATCH:
+                return found
+            offset += BATCH
+
+    def vectors(self, ids: list[str]) -> dict[str, np.ndarray]:
+        out: dict[str, np.ndarray] = {}
+        for start in range(0, len(ids), BATCH):
+            page = self.collection.get(ids=ids[start : start + BATCH], include=["embeddings"])
+            out.update(zip(page["ids"], (np.asarray(vector, dtype=np.float32) for vector in page["embeddings"]), strict=True))
+        return out
+
+    def chunks(self, ids: list[str] | None = None, with_vectors: bool = False) -> list[tuple[str, str, dict, np.ndarray | None]]:
+        """(id, text, metadata, vector or None) of `ids`, or of every chunk."""
+        include = ["documents", "metadatas", *(["embeddings"] if with_vectors else [])]
+        pages = []
+        if ids is None:
+            pages = [self.collection.get(include=include, limit=BATCH, offset=offset) for offset in range(0, self.count(), BATCH)]
+        else:
+            pages = [self.collection.get(ids=ids[start : start + BATCH], include=include) for start in range(0, len(ids), BATCH)]
+        out = []
+        for page in pages:
+            vectors = page["embeddings"] if with_vectors else [None] * len(page["ids"])
+            for chunk_id, text, metadata, vector in zip(page["ids"], page["documents"], page["metadatas"], vectors, strict=True):
+                out.append((chunk_id, text or "", dict(metadata or {}), None if vector is None else np.asarray(vector, np.float32)))
+        return out
+
+    def query(self, vector: np.ndarray, n: int, where: dict | None) -> list[tuple[str, str, dict, float]]:
+        """The `n` nearest chunks: (id, text, metadata, cosine similarity), nearest first."""
+        count = self.count()
+        if count == 0:
+            return []
+        result = self.collection.query(query_embeddings=[vector.tolist()], n_results=min(n, count), where=where,
+                                       include=["documents", "metadatas", "distances"])
+        return [(chunk_id, text or "", dict(metadata or {}), 1.0 - distance) for chunk_id, text, metadata, distance in
+                zip(result["ids"][0], result["documents"][0], result["metadatas"][0], result["distances"][0], strict=True)]
+
+    def answers_queries(self) -> bool:
+        """Whether a stored vector finds itself: the store's graph is readable."""
+        sample = self.collection.get(limit=1, include=["embeddings"])
+        if not sample["ids"]:
+            return True
+        return bool(self.collection.query(query_embeddings=sample["embeddings"], n_results=1)["ids"][0])
