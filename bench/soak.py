@@ -56,11 +56,15 @@ def mutate(root: Path, rng: random.Random, counter: list[int]) -> None:
 def searcher(data: Path, stop: Path, mode: str, seed: int) -> int:
     """Loop searches until `stop` exists; print {"searches", "failures", "errors"} as JSON."""
     from rag_search.config import load_settings
-    from rag_search.retrieval import Searcher, SearchOptions
+    from rag_search.embedding import find_model, query_embedder
+    from rag_search.retrieval import SearchOptions, open_stores, search
+    from rag_search.store import fingerprint
 
     rng = random.Random(seed)
     stats = {"mode": mode, "searches": 0, "failures": 0, "errors": []}
     settings = load_settings(data_dir=str(data))
+    model = find_model()
+    embedder = None
     while not stop.exists():
         query = rng.choice(QUERIES)
         try:
@@ -69,13 +73,15 @@ def searcher(data: Path, stop: Path, mode: str, seed: int) -> int:
                                             query], capture_output=True, text=True, timeout=120)
                 if completed.returncode != 0 or not json.loads(completed.stdout)["results"]:
                     raise RuntimeError(f"search.py exit {completed.returncode}: {completed.stderr.strip()[-300:]}")
-            else:
-                searcher = Searcher(settings, "personal")
+            else:  # the index is opened afresh for every search, to follow the runs; the model stays loaded
+                stores, _ = open_stores(settings, "personal", fingerprint(model))
                 try:
-                    if not searcher.search(query, SearchOptions()).hits:
+                    embedder = embedder or query_embedder(data, model)
+                    if not search(stores, query, embedder.embed([query])[0], SearchOptions()).hits:
                         raise RuntimeError("no results")
                 finally:
-                    searcher.close()
+                    for store in stores.values():
+                        store.close()
             stats["searches"] += 1
         except Exception as exc:  # counted, not raised: the soak reports every failure
             stats["failures"] += 1
