@@ -12,8 +12,10 @@ a few routes misbehave on purpose (slow, endless, huge, redirect loops).
 Nothing here ever connects anywhere: the only socket is the listening one.
 """
 
+import functools
 import hashlib
 import threading
+import zlib
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import urlsplit
@@ -29,6 +31,7 @@ class Page:
     content_type: str = "text/html; charset=utf-8"
     status: int = 200
     last_modified: str = LAST_MODIFIED
+    encoding: str | None = None  # Content-Encoding of `body` as given (e.g. gzip)
 
     @property
     def data(self) -> bytes:
@@ -158,6 +161,13 @@ def default_pages(origin: str) -> dict[str, Page]:
     }
 
 
+@functools.cache
+def gzip_bomb() -> bytes:
+    compressor = zlib.compressobj(9, zlib.DEFLATED, zlib.MAX_WBITS | 16)  # gzip framing
+    block = bytes(1024 * 1024)
+    return b"".join(compressor.compress(block) for _ in range(200)) + compressor.flush()
+
+
 # Routes that redirect: path -> Location.
 REDIRECTS = {
     "/docs/moved/": "/docs/install/",
@@ -233,6 +243,17 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_page(site.pages.get(path, Page("<html><body><p>Finally.</p></body></html>")))
         elif path == "/docs/endless/":
             self.endless(site)
+        elif path == "/docs/trickle-headers/":  # headers one byte at a time, never finished
+            self.trickle(site, b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nX-Slow: ", b"a")
+        elif path == "/docs/trickle-chunked/":  # a chunked body whose chunk-size line never ends
+            self.trickle(site, b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nTransfer-Encoding: chunked\r\n\r\n", b"0")
+        elif path == "/docs/gzip-bomb/":  # 20 KB on the wire, 200 MB once decompressed
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html")
+            self.send_header("Content-Encoding", "gzip")
+            self.send_header("Content-Length", str(len(gzip_bomb())))
+            self.end_headers()
+            self.wfile.write(gzip_bomb())
         elif path == "/docs/huge/":  # no Content-Length: only streaming can stop it
             self.send_response(200)
             self.send_header("Content-Type", "text/plain")
@@ -257,6 +278,8 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_response(page.status)
         self.send_header("Content-Type", page.content_type)
         self.send_header("Content-Length", str(len(page.data)))
+        if page.encoding:
+            self.send_header("Content-Encoding", page.encoding)
         if page.status == 200:
             self.send_header("ETag", page.etag)
             self.send_header("Last-Modified", page.last_modified)
@@ -277,6 +300,14 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(b"<html><body><p>")
         while not site.stopping.wait(0.05):
             self.wfile.write(b"x")
+
+    def trickle(self, site: DocsSite, start: bytes, byte: bytes) -> None:
+        """Raw bytes: `start`, then `byte` every 50 ms until the client gives up or the site stops."""
+        self.wfile.write(start)
+        self.wfile.flush()
+        while not site.stopping.wait(0.05):
+            self.wfile.write(byte)
+            self.wfile.flush()
 
     def send_response(self, code, message=None):
         if self.hit:

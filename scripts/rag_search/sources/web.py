@@ -7,11 +7,17 @@ robots.txt, and are capped in time and size, so one bad page can neither hang
 nor flood an index run; fetch() reports a bad page instead of raising.
 """
 
+import contextlib
 import datetime as dt
 import functools
+import http.client
 import logging
-import time
+import socket
+import ssl
+import threading
+import weakref
 import xml.etree.ElementTree as ET
+import zlib
 from dataclasses import dataclass
 from email.message import Message
 from email.utils import parsedate_to_datetime
@@ -20,10 +26,12 @@ from urllib.robotparser import RobotFileParser
 
 import charset_normalizer
 import requests
+import requests.adapters
 import urllib3
+import urllib3.connection
 
 from .. import __version__, dates
-from ..errors import one_line
+from ..errors import SourceFailed, one_line
 from ..indexer import SourceDocument, content_hash
 from ..reconcile import Gone, Listed, Listing, Loaded, Skip, Unchanged
 from ..specs import WebSource
@@ -71,15 +79,26 @@ class _PageError(Exception):
 
 
 class WebFetcher:
-    """One session per index run: robots.txt is read once per host and connections are reused."""
+    """One session per index run: robots.txt is read once per host and connections are reused.
+
+    Every download (page, robots.txt, sitemap) has one time limit for the whole of
+    it, enforced on the socket: when it runs out a watchdog shuts the connection
+    down, so a server trickling its headers, a chunk-size line or its body cannot
+    hold the run. Bodies are decompressed here, never beyond the size cap, so a
+    gzip bomb costs at most the cap.
+    """
 
     def __init__(self, timeout: float = 20.0, max_bytes: int = 5 * 1024 * 1024, max_pages: int = 1000, user_agent: str = USER_AGENT):
         self.timeout = timeout
         self.max_bytes = max_bytes
         self.max_pages = max_pages
         self.user_agent = user_agent
+        self._sockets: weakref.WeakSet = weakref.WeakSet()  # every socket this session opened
         self.session = requests.Session()
-        self.session.headers["User-Agent"] = user_agent
+        self.session.headers.update({"User-Agent": user_agent, "Accept-Encoding": "gzip, deflate"})
+        adapter = _GuardedAdapter(self._sockets)
+        self.session.mount("http://", adapter)
+        self.session.mount("https://", adapter)
         self._robots: dict[tuple, tuple[RobotFileParser, str | None]] = {}
 
     def close(self) -> None:
@@ -131,41 +150,69 @@ class WebFetcher:
         if _origin(url) is None:
             raise _PageError(f"not an http(s) URL: {url}")
         self._check_robots(url)
-        deadline = time.monotonic() + self.timeout
         headers = {}
         if previous.etag:
             headers["If-None-Match"] = previous.etag
         if previous.last_modified:
             headers["If-Modified-Since"] = previous.last_modified
-        with self._open(url, deadline, headers) as response:
-            if response.status_code == 304:
-                return FetchedPage(
-                    url, "unchanged", etag=previous.etag, last_modified=previous.last_modified, date=_http_date(previous.last_modified)
-                )
-            _check_status(response)
-            media_type, charset = _content_type(response.headers.get("Content-Type"))
-            if media_type not in HTML_TYPES | TEXT_TYPES:
-                raise _PageError(f"unsupported content type {media_type or '(none)'}")
-            text = _decode(self._read(response, deadline), charset)
-            etag, last_modified = response.headers.get("ETag"), response.headers.get("Last-Modified")
+        response = self._download(url, headers, check=_check_page)
+        if response.status == 304:
+            return FetchedPage(url, "unchanged", etag=previous.etag, last_modified=previous.last_modified,
+                               date=_http_date(previous.last_modified))
+        media_type, charset = _content_type(response.headers.get("Content-Type"))
+        text = _decode(response.body, charset)
+        etag, last_modified = response.headers.get("ETag"), response.headers.get("Last-Modified")
         if media_type in HTML_TYPES:
             markdown, title = _html_to_markdown(text)
             if not markdown:
                 raise _PageError("no main content found")
         else:
             markdown, title = text, None
-        return FetchedPage(
-            url, "changed", markdown=markdown, title=title, etag=etag, last_modified=last_modified, date=_http_date(last_modified)
-        )
+        return FetchedPage(url, "changed", markdown=markdown, title=title, etag=etag, last_modified=last_modified,
+                           date=_http_date(last_modified))
 
-    def _open(self, url: str, deadline: float, headers: dict, obey_robots: bool = True) -> requests.Response:
+    def _download(self, url: str, headers: dict, obey_robots: bool = True, check=None) -> "_Response":
+        """Status, headers and body of `url`, redirects followed, all within one time limit.
+
+        `check(response)` may refuse the response (raise _PageError) before its body is read.
+        """
+        with self._time_limit():
+            with self._open(url, headers, obey_robots) as response:
+                if check is not None:
+                    check(response)
+                body = self._read(response) if response.status_code != 304 else b""
+                return _Response(response.status_code, response.headers, body)
+
+    @contextlib.contextmanager
+    def _time_limit(self):
+        """Shut this session's connections down when the time limit runs out, and report it as such."""
+        expired = threading.Event()
+
+        def expire() -> None:
+            expired.set()
+            for sock in list(self._sockets):
+                with contextlib.suppress(OSError):
+                    sock.shutdown(socket.SHUT_RDWR)
+
+        timer = threading.Timer(self.timeout, expire)
+        timer.daemon = True
+        timer.start()
+        try:
+            yield
+        except (*NETWORK_ERRORS, http.client.HTTPException):
+            if expired.is_set():
+                raise _PageError(self._time_limit_reason()) from None
+            raise
+        finally:
+            timer.cancel()
+        if expired.is_set():  # the body may have ended early because the socket was shut
+            raise _PageError(self._time_limit_reason())
+
+    def _open(self, url: str, headers: dict, obey_robots: bool = True) -> requests.Response:
         """The response at url (body not read yet), following redirects by hand: same host only, at most MAX_REDIRECTS."""
         seen = {url}
         for _ in range(MAX_REDIRECTS + 1):
-            remaining = min(self.timeout, deadline - time.monotonic())
-            if remaining <= 0:
-                raise _PageError(self._time_limit())
-            response = self.session.get(url, headers=headers, stream=True, allow_redirects=False, timeout=(remaining, remaining))
+            response = self.session.get(url, headers=headers, stream=True, allow_redirects=False, timeout=self.timeout)
             if not response.is_redirect:
                 return response
             response.close()
@@ -180,32 +227,29 @@ class WebFetcher:
             url = target
         raise _PageError(f"too many redirects (more than {MAX_REDIRECTS})")
 
-    def _read(self, response: requests.Response, deadline: float) -> bytes:
-        """The body, streamed so that a huge or endless one stops at the size and time caps.
-
-        read1 returns whatever has arrived, so a server that trickles bytes
-        cannot keep us waiting past the deadline (iter_content would block
-        until a whole chunk arrived).
-        """
+    def _read(self, response: requests.Response) -> bytes:
+        """The body, decompressed here and never beyond the size cap (the time limit is _time_limit's)."""
         length = response.headers.get("Content-Length", "")
-        if length.isdigit() and int(length) > self.max_bytes:
+        if length.isdigit() and int(length) > self.max_bytes and not response.headers.get("Content-Encoding"):
             raise _PageError(self._too_large())
+        decoder = _Decoder(response.headers.get("Content-Encoding", ""))
         body = bytearray()
-        while chunk := response.raw.read1(READ_SIZE, decode_content=True):
-            body += chunk
-            if len(body) > self.max_bytes:
+        while chunk := response.raw.read1(READ_SIZE, decode_content=False):
+            body += decoder.decompress(chunk, self.max_bytes + 1 - len(body))
+            if len(body) > self.max_bytes or decoder.overflowed:
                 raise _PageError(self._too_large())
-            if time.monotonic() > deadline:
-                raise _PageError(self._time_limit())
         return bytes(body)
 
-    def _check_robots(self, url: str) -> None:
+    def _robots_for(self, url: str) -> tuple[RobotFileParser, str | None]:
         origin = _origin(url)
         if origin not in self._robots:
             self._robots[origin] = self._read_robots(urljoin(url, "/robots.txt"))
-        rules, problem = self._robots[origin]
+        return self._robots[origin]
+
+    def _check_robots(self, url: str) -> None:
+        rules, problem = self._robots_for(url)
         if not rules.can_fetch(self.user_agent, url):
-            raise _PageError(f"disallowed by robots.txt: it could not be read ({problem})" if problem else "disallowed by robots.txt")
+            raise _PageError(f"not fetched: {problem}" if problem else "disallowed by robots.txt")
 
     def _read_robots(self, robots_url: str) -> tuple[RobotFileParser, str | None]:
         """The rules, and why robots.txt could not be read if so.
@@ -214,24 +258,22 @@ class WebFetcher:
         401/403, a server error or an unreachable server disallows everything.
         """
         rules = RobotFileParser(robots_url)
-        deadline = time.monotonic() + self.timeout
         try:
-            with self._open(robots_url, deadline, {}, obey_robots=False) as response:
-                status = response.status_code
-                body = self._read(response, deadline) if response.ok else b""
+            response = self._download(robots_url, {}, obey_robots=False)
         except _PageError as exc:
             rules.disallow_all = True
-            return rules, exc.reason
+            return rules, f"robots.txt: {exc.reason}"
         except NETWORK_ERRORS as exc:
             rules.disallow_all = True
-            return rules, self._network_error(exc)
+            return rules, f"robots.txt: {self._network_error(exc)}"
+        status, body = response.status, response.body
         if 200 <= status < 300:
             rules.parse(_decode(body, None).splitlines())
         elif 400 <= status < 500 and status not in (401, 403):
             rules.allow_all = True
         else:
             rules.disallow_all = True
-            return rules, f"HTTP {status}"
+            return rules, f"robots.txt answered HTTP {status}"
         return rules, None
 
     def _sitemap_pages(self, sitemap_url: str, base_url: str, warnings: list[str]) -> list[str]:
@@ -250,10 +292,7 @@ class WebFetcher:
             if not _same_origin(url, base_url):
                 raise _PageError(f"not on {_site(base_url)}, not fetched")
             self._check_robots(url)
-            deadline = time.monotonic() + self.timeout
-            with self._open(url, deadline, {}) as response:
-                _check_status(response)
-                root = ET.fromstring(self._read(response, deadline))
+            root = ET.fromstring(self._download(url, {}, check=_check_status).body)
         except _PageError as exc:
             raise _PageError(f"sitemap {url}: {exc.reason}") from None
         except NETWORK_ERRORS as exc:
@@ -277,17 +316,100 @@ class WebFetcher:
         raise _PageError(f"sitemap {url}: <{kind}> is neither a urlset nor a sitemapindex")
 
     def _network_error(self, exc: Exception) -> str:
-        if isinstance(exc, (requests.Timeout, urllib3.exceptions.TimeoutError, TimeoutError)):
-            return f"timed out after {self.timeout:g}s"
-        if isinstance(exc, requests.ConnectionError):
-            return f"connection failed: {one_line(exc)}"
-        return one_line(exc)
+        """What went wrong, in a few words: the root cause, not requests' chain of wrappers."""
+        causes = []
+        while isinstance(exc, BaseException) and exc not in causes:
+            causes.append(exc)
+            exc = exc.__cause__ or exc.__context__ or getattr(exc, "reason", None)
+        root = causes[-1]  # urllib3's NewConnectionError is also a TimeoutError: look at the root first
+        if isinstance(root, ConnectionRefusedError):
+            return "connection refused"
+        if isinstance(root, socket.gaierror):
+            return "host name not found"
+        if isinstance(root, ssl.SSLError):
+            return f"TLS error: {one_line(root)[:120]}"
+        if any(isinstance(cause, (requests.Timeout, urllib3.exceptions.TimeoutError, TimeoutError)) for cause in causes):
+            return self._time_limit_reason()
+        return f"connection failed: {one_line(root)[:160]}"
 
-    def _time_limit(self) -> str:
-        return f"gave up after {self.timeout:g}s (time limit per page)"
+    def site_problem(self, url: str) -> str | None:
+        """Why nothing on url's site may be fetched (its robots.txt could not be read), or None."""
+        rules, problem = self._robots_for(url)
+        return problem if problem and rules.disallow_all else None
+
+    def _time_limit_reason(self) -> str:
+        return f"timed out after {self.timeout:g}s"
 
     def _too_large(self) -> str:
         return f"page is larger than the size cap of {self.max_bytes} bytes"
+
+
+@dataclass
+class _Response:
+    status: int
+    headers: dict
+    body: bytes
+
+
+class _Decoder:
+    """gzip / deflate / identity, decompressed in bounded steps: never more than asked for at once."""
+
+    def __init__(self, encoding: str):
+        encoding = encoding.strip().lower()
+        if encoding in ("", "identity"):
+            self._zlib = None
+        elif encoding in ("gzip", "x-gzip", "deflate"):
+            self._zlib = zlib.decompressobj(zlib.MAX_WBITS | 32)  # gzip or zlib header, detected
+        else:
+            raise _PageError(f"unsupported content encoding {encoding!r}")
+        self.overflowed = False
+
+    def decompress(self, data: bytes, room: int) -> bytes:
+        if self._zlib is None:
+            return data
+        try:
+            out = self._zlib.decompress(data, max(room, 1))
+        except zlib.error as exc:
+            raise _PageError(f"broken {exc}") from None
+        self.overflowed = bool(self._zlib.unconsumed_tail)  # more than `room` bytes were waiting
+        return out
+
+
+class _GuardedAdapter(requests.adapters.HTTPAdapter):
+    """An adapter whose connections record their sockets, so a time limit can shut them down."""
+
+    def __init__(self, sockets: weakref.WeakSet):
+        self._registry = sockets
+        super().__init__()
+
+    def init_poolmanager(self, *args, **kwargs) -> None:
+        super().init_poolmanager(*args, **kwargs)
+        registry = self._registry
+
+        class Connection(urllib3.connection.HTTPConnection):
+            def connect(self):
+                super().connect()
+                registry.add(self.sock)
+
+        class SecureConnection(urllib3.connection.HTTPSConnection):
+            def connect(self):
+                super().connect()
+                registry.add(self.sock)
+
+        self.poolmanager.pool_classes_by_scheme = {
+            "http": type("Pool", (urllib3.HTTPConnectionPool,), {"ConnectionCls": Connection}),
+            "https": type("SecurePool", (urllib3.HTTPSConnectionPool,), {"ConnectionCls": SecureConnection}),
+        }
+
+
+def _check_page(response: requests.Response) -> None:
+    """A page worth reading: 304, or a 2xx HTML or text response."""
+    if response.status_code == 304:
+        return
+    _check_status(response)
+    media_type, _ = _content_type(response.headers.get("Content-Type"))
+    if media_type not in HTML_TYPES | TEXT_TYPES:
+        raise _PageError(f"unsupported content type {media_type or '(none)'}")
 
 
 def _html_to_markdown(html: str) -> tuple[str | None, str | None]:
@@ -386,6 +508,10 @@ def web_listing(spec: WebSource, fetcher: WebFetcher) -> Listing:
     urls, warnings, problem = fetcher.page_urls(spec.base_url, list(spec.pages), spec.sitemap)
     for warning in warnings + ([problem] if problem else []):
         log.warning("%s: %s", spec.id, warning)
+    unreachable = fetcher.site_problem(spec.base_url)
+    if unreachable:  # said once for the source, not once a page
+        raise SourceFailed(f"{_site(spec.base_url)}: {unreachable}; none of its {len(urls)} page(s) was fetched and "
+                           "what was indexed from them is kept")
     documents = [Listed(f"{spec.id}:{url}", url, None, functools.partial(_load_page, spec, url, fetcher)) for url in urls]
     return Listing(documents, complete=problem is None, problem=problem, details={"pages": len(urls)})
 
@@ -412,6 +538,7 @@ def _load_page(spec: WebSource, url: str, fetcher: WebFetcher, previous) -> Load
         metadata={"url": url},
         fallback_date=page.date,
         state=state,
+        documentation=True,
     )
 
 
