@@ -17,6 +17,7 @@ by a killed run and are removed.
 import functools
 import logging
 import re
+import tempfile
 import time
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -53,11 +54,21 @@ _SPARSE_SPECIAL = re.compile(r"([\\*?\[!#])")
 
 
 def git_listing(spec: GitSource, cache_dir: Path, max_bytes: int, state: dict | None) -> Listing:
-    """Fetch the source's version and list the files to index, identified by blob id."""
+    """Fetch the source's version and list the files to index, identified by blob id.
+
+    Blobs over `max_bytes` are never downloaded (a blob:limit filter) nor checked out
+    (left out of the sparse checkout); they are reported as skipped.
+    """
     repo = _prepare_clone(cache_dir / "repo", spec)
-    commit = _fetch(repo, spec.version)
+    commit = _fetch(repo, spec.version, max_bytes)
     tree, secret_files = _tree_files(repo, commit, spec.path, spec.glob)
+    oversized = _oversized(repo, commit, tree)
+    _check_out(repo, commit, spec.path, oversized)
     warn_secret_files(spec.id, secret_files)
+    skipped = [{"file": f"{spec.id}/{path}", "key": f"{spec.id}:{path}",
+                "reason": f"larger than the {max_bytes // 1024} KiB limit (max_file_bytes): never downloaded"} for path in oversized]
+    for path in oversized:
+        del tree[path]
     context = {
         "commit": commit,
         "doc_version": spec.version or _default_branch(repo) or "default branch",
@@ -68,7 +79,7 @@ def git_listing(spec: GitSource, cache_dir: Path, max_bytes: int, state: dict | 
                  for path, blob in tree.items()]
     details = {"files": len(tree), "commit": commit, "previous_commit": (state or {}).get("commit"),
                "doc_version": context["doc_version"], "secret_files": len(secret_files)}
-    return Listing(documents, state={"commit": commit}, details=details)
+    return Listing(documents, skipped=skipped, state={"commit": commit}, details=details)
 
 
 def _load(spec: GitSource, path: str, blob: str, context: dict, max_bytes: int, previous) -> SourceDocument:
@@ -92,6 +103,7 @@ def _load(spec: GitSource, path: str, blob: str, context: dict, max_bytes: int, 
             "path": str(context["worktree"] / path),
         },
         fallback_date=context["date"],
+        documentation=True,
     )
 
 
@@ -128,10 +140,6 @@ def _prepare_clone(folder: Path, spec: GitSource):
             repo.git.remote("add", "--end-of-options", "origin", spec.url)
         elif repo.remotes.origin.url != spec.url:
             repo.git.remote("set-url", "--end-of-options", "origin", spec.url)
-        if spec.path:
-            repo.git.sparse_checkout("set", "--no-cone", "--end-of-options", "/" + _SPARSE_SPECIAL.sub(r"\\\1", spec.path) + "/")
-        else:
-            repo.git.sparse_checkout("disable")
     except (git.GitError, OSError) as exc:
         raise SourceFailed(f"cannot prepare the clone in {folder}: {_git_message(exc)}") from None
     return repo
@@ -146,24 +154,51 @@ def _remove_stale_locks(git_dir: Path) -> None:
         log.warning("removed git lock file(s) left by an interrupted run: %s", ", ".join(str(path) for path in stale))
 
 
-def _fetch(repo, version: str | None) -> str:
-    """Fetch `version` (or the default branch) one commit deep and check it out; returns the commit id."""
+def _fetch(repo, version: str | None, max_bytes: int) -> str:
+    """Fetch `version` (or the default branch) one commit deep, without blobs over `max_bytes`; returns the commit id."""
     import git
 
     ref = version or "HEAD"
     started = time.monotonic()
     try:
         repo.git.execute(
-            ["git", *GIT_OPTIONS, "fetch", "--quiet", "--depth", "1", "--filter=blob:none", "--end-of-options", "origin", ref],
+            ["git", *GIT_OPTIONS, "fetch", "--quiet", "--depth", "1", f"--filter=blob:limit={max_bytes}", "--end-of-options",
+             "origin", ref],
             kill_after_timeout=FETCH_TIMEOUT_SECONDS,
         )
         commit = repo.git.rev_parse("--verify", "FETCH_HEAD^{commit}")
-        repo.git.execute(["git", *GIT_OPTIONS, "checkout", "--quiet", "--force", "--detach", commit])
     except git.GitCommandError as exc:
         if time.monotonic() - started >= FETCH_TIMEOUT_SECONDS:
             raise SourceFailed(f"git fetch of {ref} timed out after {FETCH_TIMEOUT_SECONDS} s") from None
         raise SourceFailed(f"git fetch of {ref} failed: {_git_message(exc)}") from None
     return commit
+
+
+def _oversized(repo, commit: str, tree: dict[str, str]) -> list[str]:
+    """Paths of `tree` whose blob the fetch left out for its size (git lists them as missing; nothing is fetched)."""
+    output = repo.git.rev_list("--objects", "--missing=print", commit)
+    missing = {line[1:] for line in output.splitlines() if line.startswith("?")}
+    return sorted(path for path, blob in tree.items() if blob in missing)
+
+
+def _check_out(repo, commit: str, prefix: str, left_out: list[str]) -> None:
+    """Check out `commit`, only `prefix` (sparse) and never the files `left_out`."""
+    import git
+
+    patterns = ["/" + _sparse_escape(prefix) + "/" if prefix else "/*"] + ["!/" + _sparse_escape(path) for path in left_out]
+    try:
+        with tempfile.TemporaryFile() as stdin:  # patterns on stdin: no argument limit, never read as options
+            stdin.write(("\n".join(patterns) + "\n").encode("utf-8"))
+            stdin.seek(0)
+            repo.git.execute(["git", "sparse-checkout", "set", "--no-cone", "--stdin"], istream=stdin)
+        repo.git.execute(["git", *GIT_OPTIONS, "checkout", "--quiet", "--force", "--detach", commit])
+    except git.GitCommandError as exc:
+        raise SourceFailed(f"git checkout of {commit[:12]} failed: {_git_message(exc)}") from None
+
+
+def _sparse_escape(path: str) -> str:
+    """A path as a sparse-checkout pattern that matches only itself (gitignore syntax)."""
+    return _SPARSE_SPECIAL.sub(r"\\\1", path)
 
 
 def _default_branch(repo) -> str | None:
