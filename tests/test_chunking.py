@@ -77,3 +77,16 @@ def test_a_runaway_heading_cannot_eat_the_window(chunker, tokens):
     for chunk in chunks:
         assert window_size(tokens, chunk.embed_text) <= 256
         assert re.search(r"body text", chunk.text)
+
+
+def test_a_huge_section_is_tokenized_a_window_at_a_time_with_the_same_result(tokens, monkeypatch):
+    from rag_search import chunking
+
+    rng = __import__("random").Random(4)
+    text = "\n\n".join(" ".join(rng.choice(["alpha", "beta", "gamma.", "delta,", "epsilon"]) for _ in range(rng.randint(20, 90)))
+                       for _ in range(400))
+    whole = Chunker(tokens).split(text, 200)
+    monkeypatch.setattr(chunking, "WINDOW_CHARS", 3000)  # about 600 word pieces a window
+    windowed = Chunker(tokens).split(text, 200)
+    assert all(tokens.count(piece) <= 200 for piece in windowed)
+    assert windowed == whole, "cuts land on the same paragraph and sentence boundaries"

@@ -14,8 +14,10 @@ from .embedding import TokenCounter
 from .parsing import Section
 
 # Bump when chunk boundaries or embedded text change: it is part of the index fingerprint.
-CHUNKER_VERSION = "2"  # 2: secrets redacted before chunking (indexes built before must rebuild)
+CHUNKER_VERSION = "3"  # 3: secrets redacted after decoding, with the gitleaks rules (indexes built before must rebuild)
 DEFAULT_OVERLAP = 32
+WINDOW_CHARS = 256 * 1024  # text tokenized at once: bounds the memory a huge section takes
+WINDOW_MARGIN = 16  # word pieces kept clear of a window's end, where a word may be cut in two
 HEADING_SEPARATOR = " > "
 
 # Priority of cutting before a token; higher is better, 0 splits a word.
@@ -60,19 +62,26 @@ class Chunker:
         return chunks
 
     def split(self, text: str, budget: int) -> list[str]:
-        """Cut `text` into pieces of at most `budget` word pieces each."""
+        """Cut `text` into pieces of at most `budget` word pieces each.
+
+        Text is tokenized WINDOW_CHARS at a time, so a section of megabytes costs the memory of one window.
+        """
         text = text.strip()
         if not text:
             return []
-        offsets = self._tokens.offsets(text)
-        if len(offsets) <= budget:
-            return [text]
-        priority = _cut_priorities(text, offsets)
+        fences = [(m.start(), m.end()) for m in _FENCE_BLOCK.finditer(text)]
+        offsets, complete = self._offsets(text, 0)
+        priority = _cut_priorities(text, offsets, fences)
         pieces = []
         start = 0
-        while len(offsets) - start > budget:
-            window_end = start + budget
-            cut = max(range(start + budget // 2 + 1, window_end + 1), key=lambda i: (priority[i], i))
+        while True:
+            if not complete and len(offsets) - start <= budget + WINDOW_MARGIN:  # near the end of a window: the next one
+                offsets, complete = self._offsets(text, offsets[start][0])
+                priority = _cut_priorities(text, offsets, fences)
+                start = 0
+            if len(offsets) - start <= budget:
+                break
+            cut = max(range(start + budget // 2 + 1, start + budget + 1), key=lambda i: (priority[i], i))
             pieces.append(text[offsets[start][0] : offsets[cut - 1][1]].strip())
             next_start = max(cut - self.overlap, start + 1)
             while next_start < cut and priority[next_start] < WORD:
@@ -81,6 +90,11 @@ class Chunker:
         pieces.append(text[offsets[start][0] :].strip())
         return [piece for piece in pieces if piece]
 
+    def _offsets(self, text: str, begin: int) -> tuple[list[tuple[int, int]], bool]:
+        """Character spans (in `text`) of the word pieces of up to WINDOW_CHARS of it from `begin`, and whether they reach its end."""
+        end = min(len(text), begin + WINDOW_CHARS)
+        return [(begin + a, begin + b) for a, b in self._tokens.offsets(text[begin:end])], end == len(text)
+
     def _fit_heading(self, heading: str) -> str:
         """Keep a runaway heading path from eating the window: at most a quarter of it."""
         limit = self.budget // 4
@@ -88,9 +102,8 @@ class Chunker:
         return heading if len(offsets) <= limit else heading[: offsets[limit - 1][1]] + "…"
 
 
-def _cut_priorities(text: str, offsets: list[tuple[int, int]]) -> list[float]:
-    """priority[i]: how good a place it is to end a piece just before token i."""
-    fences = [(m.start(), m.end()) for m in _FENCE_BLOCK.finditer(text)]
+def _cut_priorities(text: str, offsets: list[tuple[int, int]], fences: list[tuple[int, int]]) -> list[float]:
+    """priority[i]: how good a place it is to end a piece just before token i (code fences: spans in `text`)."""
     priority = [0.0] * (len(offsets) + 1)
     fence_index = 0
     for i in range(1, len(offsets)):

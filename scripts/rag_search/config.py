@@ -22,6 +22,8 @@ DEFAULT_WAIT_SECONDS = 30.0
 # Positive numbers in the config file, with their defaults.
 LIMITS = {
     "max_file_bytes": 4 * 1024 * 1024,
+    "max_records_per_file": 10_000,  # a JSON file of more records is skipped, not cut short
+    "max_chunks_per_document": 2_000,  # a document that would make more chunks is skipped
     "web_timeout_seconds": 20,
     "web_max_page_bytes": 5 * 1024 * 1024,
 }
@@ -57,6 +59,8 @@ class Settings:
     roots_origin: str  # where personal_roots came from, for the log
     ignore_patterns: tuple[str, ...] = ()
     max_file_bytes: int = LIMITS["max_file_bytes"]
+    max_records_per_file: int = LIMITS["max_records_per_file"]
+    max_chunks_per_document: int = LIMITS["max_chunks_per_document"]
     web_timeout_seconds: float = LIMITS["web_timeout_seconds"]
     web_max_page_bytes: int = LIMITS["web_max_page_bytes"]
     recency_half_life_days: float | None = None
@@ -150,7 +154,7 @@ def read_config_file(path: Path) -> dict:
             raise ConfigError(f"config file {path}: {key!r} must be a non-empty string")
     for key in (*LIMITS, "recency_half_life_days"):
         value = data.get(key)
-        wanted = int if key.endswith("_bytes") else (int, float)
+        wanted = int if key.startswith("max_") else (int, float)
         if value is not None and (isinstance(value, bool) or not isinstance(value, wanted) or value <= 0):
             raise ConfigError(f"config file {path}: {key!r} must be a positive {'integer' if wanted is int else 'number'}")
     return {key: value for key, value in data.items() if value is not None}

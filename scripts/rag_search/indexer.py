@@ -9,7 +9,8 @@ file or an edited long note costs only its new chunks.
 import hashlib
 import json
 import logging
-from dataclasses import dataclass, field
+from collections import Counter
+from dataclasses import dataclass, field, replace
 from pathlib import PurePosixPath
 
 import numpy as np
@@ -18,6 +19,7 @@ from . import dates, parsing, secrets
 from .chunking import Chunk, Chunker
 from .config import Settings
 from .embedding import ModelInfo, OnnxEmbedder, SentenceTransformerEmbedder, TokenCounter
+from .injection import looks_like_instructions
 from .records import ChunkRecord, DocumentRecord
 from .store import Store, fingerprint
 
@@ -38,6 +40,8 @@ class Pipeline:
 
         self.model = model
         self.chunker = Chunker(TokenCounter(model), model.max_tokens)
+        self.max_records = settings.max_records_per_file
+        self.max_chunks = settings.max_chunks_per_document
         self.fingerprint = fingerprint(model)
         self._embedder = None
         try:
@@ -72,6 +76,7 @@ class SourceDocument:
     metadata: dict = field(default_factory=dict)  # added to every chunk: root, url, commit…
     fallback_date: tuple[str, float] | None = None  # e.g. the file's mtime
     state: dict | None = None  # kept for the source between runs (a page's ETag)
+    documentation: bool = False  # published documentation (git, web): credential-shaped values it calls examples are kept
 
 
 @dataclass
@@ -100,19 +105,35 @@ class IndexWriter:
     def put(self, document: SourceDocument) -> list[str]:
         """Queue a document for (re)indexing; returns parse warnings. Raises parsing.ParseError.
 
-        Secrets in the text are redacted first; `content_hash` stays that of the raw text.
+        Secrets in the text and the source's metadata are redacted first; `content_hash` stays that of the raw text.
         """
-        text, found = secrets.redact(document.text)
+        text, found = secrets.redact_document(document.kind, document.text, document.documentation)
+        metadata, found_in_metadata = secrets.redact_metadata(document.metadata)
+        found = Counter(found) + Counter(found_in_metadata)
         parsed = parsing.parse(document.kind, text, PurePosixPath(document.file).name)
-        chunks = self.pipeline.chunker.chunk(parsed.sections)
+        chunks = self._chunks(parsed)
         if found:
             log.info("%s: redacted %s", document.file, ", ".join(f"{count} {kind}" for kind, count in sorted(found.items())))
             self.stats.redacted += sum(found.values())
-        self._pending.append((document, chunks, parsed.metadata))
+        self._pending.append((replace(document, metadata=metadata), chunks, parsed.metadata))
         self._pending_chunks += len(chunks)
         if self._pending_chunks >= FLUSH_CHUNKS:
             self.flush()
         return parsed.warnings
+
+    def _chunks(self, parsed: parsing.ParsedFile) -> list[Chunk]:
+        """The document's chunks, within the caps that bound a run's time (ParseError beyond them); max_file_bytes bounds memory."""
+        pipeline = self.pipeline
+        if len(parsed.sections) > pipeline.max_records:
+            raise parsing.ParseError(f"{len(parsed.sections)} records, more than the {pipeline.max_records} a file may have "
+                                     "(max_records_per_file)")
+        chunks = pipeline.chunker.chunk(parsed.sections)
+        if len(chunks) > pipeline.max_chunks:
+            raise parsing.ParseError(f"{len(chunks)} chunks, more than the {pipeline.max_chunks} a document may have "
+                                     "(max_chunks_per_document)")
+        if not chunks:
+            raise parsing.ParseError("no text to index")
+        return chunks
 
     def keep(self, key: str, identity: str | None, state: dict | None) -> None:
         """A document whose content did not change, with its new identity and state."""
@@ -147,19 +168,13 @@ class IndexWriter:
 
     def _embed(self, chunks: list[ChunkRecord]) -> np.ndarray:
         """Vectors for chunks new to the index: reused where equal text is stored, embedded otherwise."""
-        vectors = np.zeros((len(chunks), self.pipeline.model.dimension), dtype=np.float32)
         known = self.store.reusable_vectors(sorted({chunk.text_hash for chunk in chunks}))
-        missing = []
-        for i, chunk in enumerate(chunks):
-            if chunk.text_hash in known:
-                vectors[i] = known[chunk.text_hash]
-            else:
-                missing.append(i)
+        missing = {chunk.text_hash: chunk.embed_text for chunk in chunks if chunk.text_hash not in known}  # each text once
         if missing:
-            vectors[missing] = self.pipeline.embedder.embed([chunks[i].embed_text for i in missing])
+            known.update(zip(missing, self.pipeline.embedder.embed(list(missing.values())), strict=True))
         self.stats.embedded += len(missing)
         self.stats.reused += len(chunks) - len(missing)
-        return vectors
+        return np.stack([known[chunk.text_hash] for chunk in chunks]).astype(np.float32, copy=False)
 
     def _chunk_metadata(self, document: SourceDocument, file_metadata: dict, chunk: Chunk, ord_: int) -> dict:
         metadata = {
@@ -177,6 +192,8 @@ class IndexWriter:
         }
         if "date" not in metadata and document.fallback_date:
             metadata["date"], metadata["date_ts"] = document.fallback_date
+        if looks_like_instructions(chunk.embed_text):  # quoted material that talks to the AI reading it
+            metadata["suspect"] = "instructions"
         # ChromaDB takes str, int, float, bool and non-empty lists of those; nothing else.
         return {k: v for k, v in metadata.items() if v is not None and v != [] and v != ""}
 

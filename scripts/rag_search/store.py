@@ -45,6 +45,7 @@ from .errors import DiskFull, FingerprintMismatch, IndexNotBuilt, IndexWriteErro
 from .generations import INDEX_COMMANDS
 from .locking import exclusive_lock
 from .records import ChunkRecord, DocumentRecord, Filters, Hit, StoredChunk
+from .unpublished import UnpublishedVectors
 from .vectors import VectorIndex
 
 log = logging.getLogger("rag_search")
@@ -132,6 +133,7 @@ class Store:
         self._journal: ServerJournal | None = None
         self._owner: str | None = None
         self._deferred: list[str] = []  # server mode: ids to delete once the run has published
+        self._unpublished: UnpublishedVectors | None = None  # writers: vectors of runs that did not publish
 
     # --- opening and closing ------------------------------------------------
 
@@ -205,10 +207,10 @@ class Store:
             self._read_lock = None
 
     def _release_handles(self) -> None:
-        for handle in (self._vectors, self._catalog):
+        for handle in (self._vectors, self._catalog, self._unpublished):
             if handle is not None:
                 handle.close()
-        self._vectors = self._catalog = None
+        self._vectors = self._catalog = self._unpublished = None
 
     @staticmethod
     def is_built(settings: Settings, name: str) -> bool:
@@ -219,6 +221,8 @@ class Store:
 
     def prepare(self, expected: dict) -> bool:
         """Make sure the collection exists with this fingerprint; True if it was (re)created empty."""
+        if self._session is not None and self._unpublished is None:
+            self._unpublished = UnpublishedVectors(self._session.root, expected["model_id"], expected["dimension"])
         stored = self._vectors.fingerprint()
         if stored == expected:
             return False
@@ -301,10 +305,11 @@ class Store:
     def reusable_vectors(self, text_hashes: list[str]) -> dict[str, np.ndarray]:
         """Stored vectors of chunks whose embedded text has these hashes (ids name their text, so they match)."""
         ids = self._catalog.ids_for_text_hashes(text_hashes)
-        if not ids:
-            return {}
-        vectors = self._vectors.vectors(sorted(set(ids.values())))
-        return {text_hash: vectors[chunk_id] for text_hash, chunk_id in ids.items() if chunk_id in vectors}
+        vectors = self._vectors.vectors(sorted(set(ids.values()))) if ids else {}
+        found = {text_hash: vectors[chunk_id] for text_hash, chunk_id in ids.items() if chunk_id in vectors}
+        if self._unpublished is not None:  # embedded by a run that did not publish (killed, failed)
+            found.update(self._unpublished.get([text_hash for text_hash in text_hashes if text_hash not in found]))
+        return found
 
     def write(self, items: list[tuple[DocumentRecord, list[ChunkRecord]]],
               embed: Callable[[list[ChunkRecord]], np.ndarray]) -> tuple[int, int]:
@@ -318,6 +323,8 @@ class Store:
         fresh = list({chunk.id: chunk for chunk in chunks if chunk.id not in old_ids}.values())
         stale = sorted(old_ids - {chunk.id for chunk in chunks})
         vectors = embed(fresh) if fresh else np.zeros((0, 0), np.float32)
+        if fresh and self._unpublished is not None:
+            self._unpublished.put([chunk.text_hash for chunk in fresh], vectors)
         if self._journal is not None:
             self._journal.record([chunk.id for chunk in fresh] + stale)
         try:
@@ -425,6 +432,9 @@ class Store:
             self._vectors.delete(self._deferred)
             self._vectors.stamp(str(time.time_ns()))
             self._journal.clear()
+        if self._unpublished is not None:
+            self._unpublished.clear()
+            self._unpublished = None
         return True
 
     def verify(self) -> None:
