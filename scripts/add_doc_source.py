@@ -54,6 +54,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--pages", nargs="+", metavar="PAGE", help="web: pages relative to --base-url (space or comma separated)")
     parser.add_argument("--sitemap", help="web: a sitemap URL, relative to --base-url or absolute")
     parser.add_argument("--index", action="store_true", help="index the source right after registering it")
+    parser.add_argument("--keep-on-failure", action="store_true",
+                        help="with --index: keep the added or changed source in the registry even if indexing it fails")
     parser.add_argument("--sources", metavar="PATH", help="the registry file (default: see below)")
     cli.add_index_run_arguments(parser)
     return parser
@@ -96,15 +98,35 @@ def add_or_update(args: argparse.Namespace, settings) -> int:
             spec = reg.add({"id": args.id, **fields})
         result.update(action="updated" if args.update else "added", source=reg.describe(args.id), spec=spec)
 
+    before = registry.load(settings.registry)
+    previous = before.describe(args.id) if before.get(args.id) is not None else None
     registry.update(settings.registry, change)
     spec = result.pop("spec")
     result["registry"] = str(settings.registry)
     code = 0
     if args.index:
         result["index"] = index_one(args, settings, spec)
-        code = 0 if result["index"]["status"] == "ok" else EXIT_PARTIAL
+        if result["index"]["status"] != "ok":
+            code = EXIT_PARTIAL
+            if not args.keep_on_failure:
+                undo(settings.registry, args.id, previous)
+                result["action"] = "restored" if previous else "not added"
     cli.emit_json(result)
     return code
+
+
+def undo(registry_file, source_id: str, previous: dict | None) -> None:
+    """Put the registry back as it was for this source: a change whose first index failed is not kept."""
+    from rag_search import registry
+
+    def change(reg: registry.Registry) -> None:
+        if previous is None:
+            reg.remove(source_id)
+        else:
+            reg.update(source_id, {key: previous.get(key) for key in set(previous) | set(reg.describe(source_id)) if key != "id"})
+
+    registry.update(registry_file, change)
+    log.warning("%s was not indexed, so the registry change was undone (--keep-on-failure keeps it)", source_id)
 
 
 def index_one(args: argparse.Namespace, settings, spec) -> dict:
