@@ -223,3 +223,14 @@ def test_git_files_over_the_size_cap_are_never_downloaded_or_checked_out(tmp_pat
                              capture_output=True, text=True, check=True).stdout
     assert f"?{blob}" in objects.splitlines(), "the blob was never downloaded"
     assert files_in_store(data, "docs") == {"proj/docs/a.md": 1}
+
+
+def test_a_missing_repository_is_reported_with_gits_own_reason(tmp_path):
+    """Once read "git fetch of HEAD failed: and the repository exists." (the last line of git's message)."""
+    data = tmp_path / "data"
+    add_source("--id", "gone", "--name", "Gone", "--type", "git", "--url", (tmp_path / "no-such-repo").as_uri())
+    result = index_docs(data, "--all")
+    assert result.code == 9, result
+    error = result.json["sources"][0]["error"]
+    assert "does not appear to be a git repository" in error or "not found" in error, error
+    assert "and the repository exists" not in error, error
