@@ -72,6 +72,7 @@ class SourceDocument:
     metadata: dict = field(default_factory=dict)  # added to every chunk: root, url, commit…
     fallback_date: tuple[str, float] | None = None  # e.g. the file's mtime
     state: dict | None = None  # kept for the source between runs (a page's ETag)
+    warnings: list[str] = field(default_factory=list)  # the loader's, for the run's log (an include stub not found)
 
 
 @dataclass
@@ -98,7 +99,7 @@ class IndexWriter:
         self._indexed_at = dates.now_iso()
 
     def put(self, document: SourceDocument) -> list[str]:
-        """Queue a document for (re)indexing; returns parse warnings. Raises parsing.ParseError.
+        """Queue a document for (re)indexing; returns the loader's and the parser's warnings. Raises parsing.ParseError.
 
         Secrets in the text are redacted first; `content_hash` stays that of the raw text.
         """
@@ -112,7 +113,7 @@ class IndexWriter:
         self._pending_chunks += len(chunks)
         if self._pending_chunks >= FLUSH_CHUNKS:
             self.flush()
-        return parsed.warnings
+        return [*document.warnings, *parsed.warnings]
 
     def keep(self, key: str, identity: str | None, state: dict | None) -> None:
         """A document whose content did not change, with its new identity and state."""
