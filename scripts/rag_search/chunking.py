@@ -14,7 +14,7 @@ from .embedding import TokenCounter
 from .parsing import Section
 
 # Bump when chunk boundaries or embedded text change: it is part of the index fingerprint.
-CHUNKER_VERSION = "2"  # 2: secrets redacted before chunking (indexes built before must rebuild)
+CHUNKER_VERSION = "3"  # 3: pages with front-matter text only, description chunks, include stubs resolved
 DEFAULT_OVERLAP = 32
 HEADING_SEPARATOR = " > "
 

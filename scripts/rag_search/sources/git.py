@@ -1,10 +1,16 @@
-"""Git doc sources: a cached shallow, sparse clone per source, listed by blob id.
+"""Git doc sources: a cached partial, sparse clone per source, listed by blob id.
 
 The clone lives in <data dir>/sources/<id>/repo and holds only what is needed:
-one commit deep, blobs fetched lazily, checked out sparsely to `path`. A refresh
-fetches `version` (tag, branch or commit; the default branch when absent) and
-lists the files of that commit with their blob ids: a file whose blob is the one
-indexed is unchanged and not read; only new blobs are read and embedded.
+the history's commits and trees but no old file contents (`--filter=blob:none`:
+blobs are fetched lazily), checked out sparsely to `path`. A refresh fetches
+`version` (tag, branch or commit; the default branch when absent) and lists the
+files of that commit with their blob ids: a file whose blob is the one indexed
+is unchanged and not read; only new blobs are read and embedded.
+
+Each file is dated by its last commit, found by one `git log` walk a run (the
+history without blobs is what makes that walk possible offline and cheap), read
+only as far back as the files being loaded need. Clones made one commit deep
+by earlier versions are deepened the same way on their next refresh.
 
 User data never becomes an option: the version is a checked ref name
 (specs.py), and every command that carries a URL, ref or path ends options
@@ -17,12 +23,14 @@ by a killed run and are removed.
 import functools
 import logging
 import re
+import subprocess
 import time
 from pathlib import Path
 from urllib.parse import urlsplit
 
 from .. import dates
 from ..errors import SourceFailed
+from ..includes import expand_page
 from ..indexer import SourceDocument, content_hash
 from ..parsing import kind_of
 from ..reconcile import Listed, Listing, Skip
@@ -58,11 +66,13 @@ def git_listing(spec: GitSource, cache_dir: Path, max_bytes: int, state: dict | 
     commit = _fetch(repo, spec.version)
     tree, secret_files = _tree_files(repo, commit, spec.path, spec.glob)
     warn_secret_files(spec.id, secret_files)
+    worktree = Path(repo.working_dir)
     context = {
         "commit": commit,
         "doc_version": spec.version or _default_branch(repo) or "default branch",
-        "date": _commit_date(repo, commit),
-        "worktree": Path(repo.working_dir),
+        "dates": LastCommitDates(worktree, commit, spec.path, set(tree), _commit_date(repo, commit)),
+        "worktree": worktree,
+        "root": worktree / spec.path if spec.path else worktree,
     }
     documents = [Listed(f"{spec.id}:{path}", f"{spec.id}/{path}", blob, functools.partial(_load, spec, path, blob, context, max_bytes))
                  for path, blob in tree.items()]
@@ -76,11 +86,13 @@ def _load(spec: GitSource, path: str, blob: str, context: dict, max_bytes: int, 
         text = read_text(context["worktree"] / path, max_bytes)
     except SkipFile as exc:
         raise Skip(str(exc)) from None
+    kind = kind_of(path)
+    text, warnings = expand_page(kind, text, context["worktree"] / path, context["root"], max_bytes)
     return SourceDocument(
         key=f"{spec.id}:{path}",
         source_id=spec.id,
         file=f"{spec.id}/{path}",
-        kind=kind_of(path),
+        kind=kind,
         text=text,
         content_hash=content_hash(text.encode("utf-8")),
         identity=blob,
@@ -91,7 +103,8 @@ def _load(spec: GitSource, path: str, blob: str, context: dict, max_bytes: int, 
             "url": browse_url(spec.url, context["commit"], path),
             "path": str(context["worktree"] / path),
         },
-        fallback_date=context["date"],
+        fallback_date=context["dates"].date_of(path),
+        warnings=warnings,
     )
 
 
@@ -147,14 +160,16 @@ def _remove_stale_locks(git_dir: Path) -> None:
 
 
 def _fetch(repo, version: str | None) -> str:
-    """Fetch `version` (or the default branch) one commit deep and check it out; returns the commit id."""
+    """Fetch `version` (or the default branch) with its history but no old blobs, and check it out; returns the commit id."""
     import git
 
     ref = version or "HEAD"
     started = time.monotonic()
     try:
+        # A clone made one commit deep (earlier versions did) gets the rest of its history, still without blobs.
+        deepen = ["--unshallow"] if repo.git.rev_parse("--is-shallow-repository") == "true" else []
         repo.git.execute(
-            ["git", *GIT_OPTIONS, "fetch", "--quiet", "--depth", "1", "--filter=blob:none", "--end-of-options", "origin", ref],
+            ["git", *GIT_OPTIONS, "fetch", "--quiet", *deepen, "--filter=blob:none", "--end-of-options", "origin", ref],
             kill_after_timeout=FETCH_TIMEOUT_SECONDS,
         )
         commit = repo.git.rev_parse("--verify", "FETCH_HEAD^{commit}")
@@ -178,7 +193,68 @@ def _default_branch(repo) -> str | None:
 
 
 def _commit_date(repo, commit: str) -> tuple[str, float]:
-    return dates.from_timestamp(int(repo.git.show("-s", "--format=%ct", commit)))
+    return dates.from_timestamp(int(repo.git.show("-s", "--format=%ct", "--end-of-options", commit)))
+
+
+class LastCommitDates:
+    """Each file's last commit date, from one `git log` walk over the history, read only as far as needed.
+
+    The walk starts when the first date is asked for and stops once every file
+    asked for is dated (a refresh that loads a few changed files reads a few
+    commits) or when every listed file is. A file the history does not reach (a
+    clone whose history could not be fetched) gets the commit's own date.
+    """
+
+    def __init__(self, worktree: Path, commit: str, prefix: str, paths: set[str], fallback: tuple[str, float]):
+        self._command = ["git", "-C", str(worktree), *GIT_OPTIONS, "log", "--format=%x00%ct", "-z", "--name-only", "--no-renames",
+                         "--end-of-options", commit, "--", prefix or "."]
+        self._undated = set(paths)
+        self._found: dict[str, tuple[str, float]] = {}
+        self._fallback = fallback
+        self._walk = None
+
+    def date_of(self, path: str) -> tuple[str, float]:
+        if self._walk is None and self._undated:
+            self._walk = self._commits()
+        while path not in self._found and self._walk is not None:
+            try:
+                seconds, paths = next(self._walk)
+            except StopIteration:
+                self._walk = None
+                break
+            for changed in paths & self._undated:
+                self._found[changed] = dates.from_timestamp(seconds)
+            self._undated -= paths
+            if not self._undated:
+                self._walk.close()
+                self._walk = None
+        return self._found.get(path, self._fallback)
+
+    def _commits(self):
+        """(commit time, files it changed), newest first; the git process ends when the walk is closed or done.
+
+        `git log -z --format=%x00%ct --name-only` writes, per commit, an empty field,
+        the commit time, then the changed paths (the first one after a newline).
+        """
+        process = subprocess.Popen(self._command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        try:
+            seconds, paths, expect_time, pending = None, set(), False, b""
+            while block := process.stdout.read(65536):
+                *fields, pending = (pending + block).split(b"\0")
+                for field in fields:
+                    if field == b"":
+                        if seconds is not None:
+                            yield seconds, paths
+                        seconds, paths, expect_time = None, set(), True
+                    elif expect_time:
+                        seconds, expect_time = int(field), False
+                    else:
+                        paths.add(field.removeprefix(b"\n").decode("utf-8", "surrogateescape"))
+            if seconds is not None:
+                yield seconds, paths
+        finally:
+            process.kill()
+            process.wait()
 
 
 def _tree_files(repo, commit: str, prefix: str, glob: str) -> tuple[dict[str, str], list[str]]:
