@@ -37,6 +37,7 @@ sys.path.insert(0, str(SCRIPTS))
 sys.path.insert(0, str(PROJECT / "bench"))
 
 import docs_baselines  # noqa: E402
+from variants import parse_variant  # noqa: E402
 
 from rag_search.config import load_settings  # noqa: E402
 from rag_search.retrieval import MODES, Searcher, SearchOptions, search  # noqa: E402
@@ -117,19 +118,6 @@ def baseline_rankings(corpus: str, folder: Path, work: Path, questions: list[dic
     return {name: {q["id"]: kept["ranked"][name][q["id"]] for q in questions} for name in BASELINES}
 
 
-def parse_variant(text: str) -> tuple[str, SearchOptions]:
-    """NAME:field=value,field=value -> a hybrid system with those SearchOptions."""
-    name, _, settings = text.partition(":")
-    fields = {f.name: f for f in dataclasses.fields(SearchOptions)}
-    values: dict = {}
-    for item in filter(None, settings.split(",")):
-        key, _, value = item.partition("=")
-        if key not in fields:
-            raise SystemExit(f"--variant {text}: no SearchOptions field {key!r} (fields: {', '.join(fields)})")
-        values[key] = value if key == "mode" else float(value) if "." in value or "e" in value else int(value)
-    return name, SearchOptions(**{"top_k": K, "per_file": 1, **values})
-
-
 def table(rows: list[dict]) -> str:
     lines = ["| system | corpus | n | Hit@1 | Hit@5 | Recall@10 | MRR@10 |", "|---|---|---|---|---|---|---|"]
     for row in rows:
@@ -169,7 +157,8 @@ def main() -> int:
 
     questions = read_questions(args.data, args.split, set(args.corpora))
     systems = {f"product:{mode}": SearchOptions(top_k=K, per_file=1, mode=mode) for mode in args.modes}
-    systems.update((f"product:{name}", options) for name, options in map(parse_variant, args.variant))
+    base = SearchOptions(top_k=K, per_file=1)
+    systems.update((f"product:{name}", options) for name, options in (parse_variant(text, base) for text in args.variant))
     embedder = None
 
     def embed():
