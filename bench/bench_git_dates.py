@@ -9,7 +9,7 @@ git fast-import: no network), serves it over file:// with partial clone allowed,
 and measures in fresh clones:
 
   - the fetch one commit deep (before) and with the whole history without blobs (now), and the clone's size;
-  - deepening a one-commit-deep clone (what an existing source pays once);
+  - deepening a one-commit-deep clone in place (index runs replace such a clone instead: a fresh fetch is cheaper);
   - the `git log` walk that dates every file under docs/ (sources.git.LastCommitDates), and one changed file.
 
     .venv/bin/python bench/bench_git_dates.py [--work DIR] [--commits 40000] [--files 12000] [--docs 3000]

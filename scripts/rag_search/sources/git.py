@@ -10,7 +10,8 @@ is unchanged and not read; only new blobs are read and embedded.
 Each file is dated by its last commit, found by one `git log` walk a run (the
 history without blobs is what makes that walk possible offline and cheap), read
 only as far back as the files being loaded need. Clones made one commit deep
-by earlier versions are deepened the same way on their next refresh.
+by earlier versions are replaced on their next refresh (bench/bench_git_dates.py:
+a fresh fetch of the history without blobs costs less than deepening one).
 
 User data never becomes an option: the version is a checked ref name
 (specs.py), and every command that carries a URL, ref or path ends options
@@ -23,6 +24,7 @@ by a killed run and are removed.
 import functools
 import logging
 import re
+import shutil
 import subprocess
 import time
 from pathlib import Path
@@ -130,6 +132,10 @@ def _prepare_clone(folder: Path, spec: GitSource):
     import git
 
     try:
+        if (folder / ".git" / "shallow").is_file():
+            # One commit deep, as earlier versions cloned: fetching the history afresh costs less than deepening it.
+            log.info("%s: replacing the one-commit-deep clone in %s by one with history", spec.id, folder)
+            shutil.rmtree(folder)
         if (folder / ".git").is_dir():
             _remove_stale_locks(folder / ".git")
             repo = git.Repo(folder)
@@ -166,10 +172,8 @@ def _fetch(repo, version: str | None) -> str:
     ref = version or "HEAD"
     started = time.monotonic()
     try:
-        # A clone made one commit deep (earlier versions did) gets the rest of its history, still without blobs.
-        deepen = ["--unshallow"] if repo.git.rev_parse("--is-shallow-repository") == "true" else []
         repo.git.execute(
-            ["git", *GIT_OPTIONS, "fetch", "--quiet", *deepen, "--filter=blob:none", "--end-of-options", "origin", ref],
+            ["git", *GIT_OPTIONS, "fetch", "--quiet", "--filter=blob:none", "--end-of-options", "origin", ref],
             kill_after_timeout=FETCH_TIMEOUT_SECONDS,
         )
         commit = repo.git.rev_parse("--verify", "FETCH_HEAD^{commit}")
