@@ -10,6 +10,7 @@ chunk (one chunk per document on the page).
     .venv/bin/python bench/eval_beir.py                          # SciFact test split, all modes
     .venv/bin/python bench/eval_beir.py --split train --grid     # tune fusion on the train queries
     .venv/bin/python bench/eval_beir.py --index-dir /tmp/scifact-index   # keep (and reuse) the index
+    .venv/bin/python bench/eval_beir.py --split train --variant max:page_decay=0   # hybrid with other SearchOptions
 
 The collection is read where it lies (default ../shared/bench/scifact); it is
 evaluation data and is never copied into the project.
@@ -28,6 +29,9 @@ from pathlib import Path
 
 PROJECT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(PROJECT / "scripts"))
+sys.path.insert(0, str(PROJECT / "bench"))
+
+from variants import parse_variant  # noqa: E402
 
 from rag_search.config import load_settings  # noqa: E402
 from rag_search.embedding import find_model  # noqa: E402
@@ -120,6 +124,8 @@ def main() -> int:
     parser.add_argument("--modes", nargs="+", choices=MODES, default=list(MODES))
     parser.add_argument("--index-dir", type=Path, help="keep the index here and reuse it next time")
     parser.add_argument("--grid", action="store_true", help="also try fusion settings (use on the train split)")
+    parser.add_argument("--variant", action="append", default=[], metavar="NAME:FIELD=VALUE,…",
+                        help="also a hybrid system with these SearchOptions fields")
     parser.add_argument("--json", type=Path, help="also write the results to this file")
     args = parser.parse_args()
 
@@ -146,6 +152,8 @@ def main() -> int:
             options = SearchOptions(**{**vars(defaults), "mode": mode})
             evaluate(searcher.stores, queries[:20], vectors, qrels, options)  # warm caches
             results[mode] = evaluate(searcher.stores, queries, vectors, qrels, options)
+        for name, options in (parse_variant(text, defaults) for text in args.variant):
+            results[name] = evaluate(searcher.stores, queries, vectors, qrels, options)
         grid = []
         if args.grid:
             for depth, rrf_k, lexical_weight in itertools.product((30, 50, 100), (10, 30, 60, 100), (0.5, 0.75, 1.0, 1.5, 2.0)):

@@ -17,10 +17,11 @@ class GitRepo:
     def url(self) -> str:
         return f"file://{self.path}"
 
-    def git(self, *args) -> str:
+    def git(self, *args, env: dict | None = None) -> str:
         import os
 
-        completed = subprocess.run(["git", *args], cwd=self.path, env={**os.environ, **ENV}, capture_output=True, text=True, check=True)
+        completed = subprocess.run(["git", *args], cwd=self.path, env={**os.environ, **ENV, **(env or {})}, capture_output=True, text=True,
+                                   check=True)
         return completed.stdout.strip()
 
     def write(self, files: dict[str, str]) -> None:
@@ -29,9 +30,10 @@ class GitRepo:
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_text(text)
 
-    def commit(self, message: str, tag: str | None = None) -> str:
+    def commit(self, message: str, tag: str | None = None, date: str | None = None) -> str:
+        """Commit everything; `date` (ISO 8601) sets the author and committer dates."""
         self.git("add", "-A")
-        self.git("commit", "-q", "-m", message)
+        self.git("commit", "-q", "-m", message, env={"GIT_AUTHOR_DATE": date, "GIT_COMMITTER_DATE": date} if date else None)
         if tag:
             self.git("tag", tag)
         return self.git("rev-parse", "HEAD")

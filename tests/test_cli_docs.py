@@ -115,6 +115,56 @@ def test_git_source_end_to_end_and_incremental_by_blob(k0s_repo, tmp_path):
     assert (third["unchanged"], third["embedded"], third["chunks_added"]) == (4, 0, 0)
 
 
+def test_git_files_are_dated_by_their_last_commit_on_the_first_index_and_later(tmp_path):
+    """Dates come from each file's last commit, also when an earlier version left a one-commit-deep clone."""
+    origin = GitRepo(tmp_path / "dated-origin")
+    origin.write({"docs/install.md": "# Install\n\nDownload the binary.", "docs/tuning.md": "# Tuning\n\nRaise the heartbeat."})
+    origin.commit("first", date="2021-01-05T10:00:00Z")
+    origin.write({"docs/tuning.md": "# Tuning\n\nRaise the heartbeat and the election timeout."})
+    origin.commit("tuning", date="2022-06-01T10:00:00Z")
+    origin.write({"README.md": "# Project\n\noutside the docs folder"})
+    origin.commit("readme", date="2023-03-01T10:00:00Z")
+    data = tmp_path / "data"
+    clone = data / "sources" / "dated" / "repo"  # what earlier versions made: one commit deep, no blobs
+    clone.parent.mkdir(parents=True)
+    GitRepo(clone).git("fetch", "-q", "--depth", "1", "--filter=blob:none", origin.url, "main")
+    add_source("--id", "dated", "--name", "Dated", "--type", "git", "--url", origin.url, "--path", "docs")
+
+    assert index_docs(data, "--source", "dated").code == 0
+
+    def dates() -> dict:
+        return {chunk["metadata"]["file"]: chunk["metadata"]["date"] for chunk in store_contents(data, "docs").values()}
+
+    assert dates() == {"dated/docs/install.md": "2021-01-05T10:00:00Z", "dated/docs/tuning.md": "2022-06-01T10:00:00Z"}
+    since = run_script("search.py", "--data-dir", data, "--index", "docs", "--since", "2022-01-01", "heartbeat and binary")
+    assert {hit["file"] for hit in since.json["results"]} == {"dated/docs/tuning.md"}
+
+    origin.write({"docs/install.md": "# Install\n\nDownload the binary and check its signature."})
+    origin.commit("install", date="2024-02-02T10:00:00Z")
+    assert index_docs(data, "--source", "dated").json["sources"][0]["updated"] == 1
+    assert dates() == {"dated/docs/install.md": "2024-02-02T10:00:00Z", "dated/docs/tuning.md": "2022-06-01T10:00:00Z"}
+
+
+def test_include_stubs_are_replaced_by_the_files_they_include(tmp_path, isolated_home):
+    docs = tmp_path / "site" / "docs"
+    (docs / "snippets").mkdir(parents=True)
+    (docs / "guide").mkdir()
+    (docs / "snippets" / "prereqs.md").write_text("---\ntitle: not the page's\n---\nYou need a Kubernetes cluster and kubectl.\n")
+    (docs / "guide" / "install.md").write_text('# Install\n\n--8<-- "snippets/prereqs.md"\n\n{!missing/part.md!}\n')
+    (tmp_path / "site" / ".env").write_text("TOKEN=x\n")
+    (docs / "guide" / "secret.md").write_text('# Secret\n\n--8<-- "../.env"\n')
+    data = tmp_path / "data"
+    add_source("--id", "site", "--name", "Site", "--type", "local", "--path", docs)
+    result = index_docs(data, "--source", "site")
+    assert result.code == 0, result
+    texts = {chunk["metadata"]["file"]: chunk["text"] for chunk in store_contents(data, "docs").values()}
+    assert "You need a Kubernetes cluster and kubectl." in texts["site/guide/install.md"]
+    assert "not the page's" not in texts["site/guide/install.md"]
+    assert "{!missing/part.md!}" in texts["site/guide/install.md"], "a missing include stays as written"
+    assert "guide/install.md: include stub(s) kept as written: missing/part.md (not found inside the source)" in result.stderr
+    assert texts["site/guide/secret.md"] == '--8<-- "../.env"', "outside the source: kept as written"
+
+
 def test_a_missing_tag_fails_that_source_only_and_keeps_what_it_had(k0s_repo, tmp_path):
     data = tmp_path / "data"
     other = GitRepo(tmp_path / "other-origin")

@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 
 from conftest import files_in_store, run_script, store_contents
 
@@ -85,7 +86,6 @@ def test_bad_files_are_skipped_with_reasons_and_the_rest_indexed(state_dir, tmp_
     config.write_text(json.dumps({"max_file_bytes": 50_000}))
     bad = {
         "bad.json": b"{ not json",
-        "bad-front-matter.md": b"---\ntitle: [unclosed\n---\nbody\n",
         "binary.md": b"PK\x03\x04\x00\x00 zip bytes",
         "latin1.txt": "café crème".encode("latin-1"),
         "empty.md": b"",
@@ -95,6 +95,7 @@ def test_bad_files_are_skipped_with_reasons_and_the_rest_indexed(state_dir, tmp_
     for name, content in bad.items():
         (state_dir / name).write_bytes(content)
     (state_dir / "dangling.md").symlink_to(state_dir / "nowhere.md")
+    (state_dir / "bad-front-matter.md").write_text("---\ntitle: [unclosed\n---\nthe body survives\n")
 
     result = index(tmp_path / "data", state_dir)
     assert result.code == 0, result
@@ -102,16 +103,19 @@ def test_bad_files_are_skipped_with_reasons_and_the_rest_indexed(state_dir, tmp_
     reasons = {os.path.basename(s["file"]): s["reason"] for s in summary["skipped"]}
     assert reasons.keys() == set(bad) | {"dangling.md"}
     assert "malformed JSON" in reasons["bad.json"]
-    assert "front matter" in reasons["bad-front-matter.md"]
     assert "binary" in reasons["binary.md"]
     assert "UTF-8" in reasons["latin1.txt"]
     assert reasons["empty.md"] == "empty file"
     assert "limit" in reasons["huge.md"]
     assert "nested too deeply" in reasons["deep.json"]
     assert reasons["dangling.md"] == "dangling symlink"
-    assert summary["added"] == len(EXAMPLE_FILES)
+    assert summary["added"] == len(EXAMPLE_FILES) + 1
     for name in bad:
         assert name in result.stderr, f"{name} should be reported on stderr"
+    # Malformed front matter costs the metadata, never the text: indexed, with a warning.
+    assert re.search(r"bad-front-matter\.md: malformed front matter", result.stderr)
+    texts = [chunk["text"] for chunk in store_contents(tmp_path / "data").values() if chunk["metadata"]["file"] == "bad-front-matter.md"]
+    assert texts == ["the body survives"]
 
 
 def test_a_file_that_turns_bad_keeps_its_previous_chunks(state_dir, tmp_path):

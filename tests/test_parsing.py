@@ -13,8 +13,8 @@ def test_markdown_front_matter_becomes_metadata_and_leaves_the_text():
     assert parsed.metadata["tags"] == ["argocd", "gitops"]
     assert parsed.metadata["description"] == "Why."
     assert "author" not in parsed.metadata
-    assert [s.text for s in parsed.sections] == ["Intro line."]
-    assert "title:" not in parsed.sections[0].text
+    assert [s.text for s in parsed.sections] == ["Why.", "Intro line."]  # the description, then the body
+    assert not any("title:" in s.text for s in parsed.sections)
 
 
 def test_markdown_splits_on_headings_with_heading_paths():
@@ -47,9 +47,49 @@ def test_setext_headings():
     assert [s.path for s in sections] == [["Title"], ["Title", "Part"]]
 
 
-def test_malformed_front_matter_is_a_parse_error():
-    with pytest.raises(ParseError, match="front matter"):
-        parse("markdown", "---\ntitle: [unclosed\n---\nbody", "bad.md")
+def test_malformed_front_matter_loses_its_metadata_but_never_the_body():
+    parsed = parse("markdown", "---\ntitle: [unclosed\ndate: 2025-01-15\n---\n# Proposal\nThe body.\n", "bad.md")
+    assert [(s.path, s.text) for s in parsed.sections] == [(["Proposal"], "The body.")]
+    assert parsed.metadata == {"title": "Proposal"}
+    assert len(parsed.warnings) == 1 and "malformed front matter" in parsed.warnings[0]
+
+
+@pytest.mark.parametrize("text", [
+    "---\n\nA note that opens with a rule.\n\n---\n\nAnd goes on.\n",
+    "---\nNo closing rule follows, so this is prose.\n",
+    "---\n\n- a list\n- of items\n\n---\nafter\n",
+])
+def test_a_note_opening_with_a_horizontal_rule_keeps_all_its_text(text):
+    parsed = parse("markdown", text, "note.md")
+    assert parsed.warnings == []
+    assert parsed.metadata == {"title": "note"}
+    body = "\n".join(s.text for s in parsed.sections)
+    for line in filter(None, (line.strip() for line in text.splitlines())):
+        assert line in body
+
+
+def test_toml_front_matter_and_an_empty_yaml_block():
+    assert parse("markdown", "+++\ntitle = 'Hugo page'\n+++\nbody\n", "p.md").metadata["title"] == "Hugo page"
+    assert [s.text for s in parse("markdown", "---\n---\nbody\n", "p.md").sections] == ["body"]
+
+
+def test_a_page_whose_text_is_only_in_its_front_matter_is_indexed_from_it():
+    text = ("---\ntitle: Enterprise support\ndescription: Production support for Linkerd.\nweight: 3\nlayout: cards\n"
+            "cards:\n  - heading: Buoyant Enterprise\n    text: Long-term support releases\n    href: https://example.com/x\n"
+            "    image: /images/logo.png\n---\n")
+    parsed = parse("markdown", text, "_index.md")
+    # The description's own section, then the front matter's text (layout keys, links and image paths left out).
+    assert [s.path for s in parsed.sections] == [["Enterprise support"], ["Enterprise support"]]
+    assert parsed.sections[0].text == "Production support for Linkerd."
+    lines = parsed.sections[1].text.splitlines()
+    assert lines == ["Enterprise support", "Production support for Linkerd.", "Buoyant Enterprise", "Long-term support releases"]
+
+
+def test_the_description_becomes_the_first_section_unless_the_page_opens_with_it():
+    parsed = parse("markdown", "---\ntitle: Upgrade\ndescription: How to upgrade safely.\n---\n## Steps\nRun it.\n", "u.md")
+    assert [(s.path, s.text) for s in parsed.sections] == [(["Upgrade"], "How to upgrade safely."), (["Upgrade", "Steps"], "Run it.")]
+    same = parse("markdown", "---\ntitle: Upgrade\ndescription: How to upgrade safely.\n---\nHow to upgrade safely. More.\n", "u.md")
+    assert [s.text for s in same.sections] == ["How to upgrade safely. More."]
 
 
 def test_json_object_gives_one_record_per_key_and_one_per_array_element():

@@ -9,13 +9,14 @@ from rag_search.retrieval import SearchOptions, _cap_per_file, _rank, _within_bu
 from rag_search.store import _where
 
 
-def hit(chunk_id, file="a.md", collection="docs", score=0.5, text="x", dense=None, lexical_rank=None, bm25=None, date_ts=None):
+def hit(chunk_id, file="a.md", collection="docs", score=0.5, text="x", dense=None, lexical_rank=None, bm25=None, date_ts=None,
+        heading=None, kind=None):
     explain = {}
     if dense is not None:
         explain["dense_rank"] = dense
     if lexical_rank is not None:
         explain.update(lexical_rank=lexical_rank, bm25=bm25 if bm25 is not None else 10.0 / lexical_rank)
-    metadata = {"file": file}
+    metadata = {"file": file, **({"heading": heading} if heading else {}), **({"kind": kind} if kind else {})}
     if date_ts is not None:
         metadata["date_ts"] = date_ts
     return Hit(chunk_id, collection, score, text, metadata, explain)
@@ -57,6 +58,31 @@ def test_recency_favours_newer_personal_chunks_only():
     assert order.index("new") < order.index("old")
     assert "recency" not in candidates["doc"].explain
     assert _rank(candidates, ["old", "new", "doc"], [], SearchOptions())[:2] == ["old", "new"]
+
+
+def test_a_page_answering_in_many_sections_beats_one_lucky_chunk():
+    candidates = {
+        "lucky": hit("lucky", "lucky.md", dense=1, lexical_rank=1, heading="Lucky"),
+        "cmp-1": hit("cmp-1", "compare.md", dense=2, heading="Compare > Speed"),
+        "cmp-2": hit("cmp-2", "compare.md", lexical_rank=2, heading="Compare > Safety"),
+        "cmp-3": hit("cmp-3", "compare.md", dense=3, lexical_rank=3, heading="Compare > Cost"),
+    }
+    dense_order, lexical_order = ["lucky", "cmp-1", "cmp-3"], ["lucky", "cmp-2", "cmp-3"]
+    order = _rank(candidates, dense_order, lexical_order, SearchOptions())
+    assert order == ["cmp-3", "cmp-1", "cmp-2", "lucky"], "the page comes first, its best chunk first"
+    explain = candidates["cmp-1"].explain
+    assert (explain["page_sections"], explain["page_chunks"]) == (3, 3)
+    assert explain["page_score"] == round(1 / 12 + 1 / 12 + 2 / 13, 6)  # k=10: ranks 2, 2 and 3+3; "lucky" has 2/11
+    assert _rank(candidates, dense_order, lexical_order, SearchOptions(page_decay=0))[0] == "lucky", "0 ranks by the best chunk"
+
+
+def test_a_section_split_into_chunks_counts_once_and_records_stand_alone():
+    long_section = {f"long-{i}": hit(f"long-{i}", "long.md", dense=i + 2, heading="Long > Part") for i in range(3)}
+    candidates = {"short": hit("short", "short.md", dense=1, heading="Short"), **long_section}
+    assert _rank(candidates, list(candidates), [], SearchOptions())[0] == "short", "three chunks of one section are one section"
+    records = {f"r{i}": hit(f"r{i}", "decisions.json", dense=i + 2, heading=f"decisions.json > [{i}]", kind="json") for i in range(3)}
+    candidates = {"note": hit("note", "note.md", dense=1, heading="Note"), **records}
+    assert _rank(candidates, list(candidates), [], SearchOptions()) == ["note", "r0", "r1", "r2"], "records are not summed"
 
 
 def test_per_file_cap():

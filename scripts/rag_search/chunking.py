@@ -14,7 +14,7 @@ from .embedding import TokenCounter
 from .parsing import Section
 
 # Bump when chunk boundaries or embedded text change: it is part of the index fingerprint.
-CHUNKER_VERSION = "3"  # 3: secrets redacted after decoding, with the gitleaks rules (indexes built before must rebuild)
+CHUNKER_VERSION = "4"  # 4: secrets redacted after decoding (gitleaks rules); front-matter-only pages, description chunks, includes resolved
 DEFAULT_OVERLAP = 32
 WINDOW_CHARS = 256 * 1024  # text tokenized at once: bounds the memory a huge section takes
 WINDOW_MARGIN = 16  # word pieces kept clear of a window's end, where a word may be cut in two

@@ -77,6 +77,7 @@ class SourceDocument:
     fallback_date: tuple[str, float] | None = None  # e.g. the file's mtime
     state: dict | None = None  # kept for the source between runs (a page's ETag)
     documentation: bool = False  # published documentation (git, web): credential-shaped values it calls examples are kept
+    warnings: list[str] = field(default_factory=list)  # the loader's, for the run's log (an include stub not found)
 
 
 @dataclass
@@ -103,7 +104,7 @@ class IndexWriter:
         self._indexed_at = dates.now_iso()
 
     def put(self, document: SourceDocument) -> list[str]:
-        """Queue a document for (re)indexing; returns parse warnings. Raises parsing.ParseError.
+        """Queue a document for (re)indexing; returns the loader's and the parser's warnings. Raises parsing.ParseError.
 
         Secrets in the text and the source's metadata are redacted first; `content_hash` stays that of the raw text.
         """
@@ -119,7 +120,7 @@ class IndexWriter:
         self._pending_chunks += len(chunks)
         if self._pending_chunks >= FLUSH_CHUNKS:
             self.flush()
-        return parsed.warnings
+        return [*document.warnings, *parsed.warnings]
 
     def _chunks(self, parsed: parsing.ParsedFile) -> list[Chunk]:
         """The document's chunks, within the caps that bound a run's time (ParseError beyond them); max_file_bytes bounds memory."""

@@ -80,21 +80,103 @@ _SETEXT = re.compile(r"^ {0,3}(=+|-{2,})[ \t]*$")
 
 
 def parse_markdown(text: str, name: str) -> ParsedFile:
-    import frontmatter
+    front, body, warnings = split_front_matter(text)
+    metadata = _front_matter_metadata(front)
+    sections, first_h1 = markdown_sections(body)
+    if "title" not in metadata:
+        metadata["title"] = first_h1 or PurePosixPath(name).stem
+    title = metadata["title"]
+    if not sections:
+        # A page whose content lives in its front matter (Hugo landing pages, cards, link lists).
+        front_text = front_matter_text(front)
+        sections = [Section([title], front_text)] if front_text else []
+    description = front.get("description")
+    if isinstance(description, str) and description.strip() and not (sections and sections[0].text.startswith(description.strip())):
+        sections.insert(0, Section([title], description.strip()))  # the page's own summary: a strong, short signal
+    for section in sections:
+        section.path = _with_title(title, section.path)
+    return ParsedFile(sections, metadata, warnings)
+
+
+def split_front_matter(text: str) -> tuple[dict, str, list[str]]:
+    """(front matter, body, warnings). YAML between `---` lines, or TOML between `+++` lines, opening the file.
+
+    A note that opens with a `---` horizontal rule has no front matter unless a closing
+    line follows and what lies between is a YAML mapping. Front matter that looks like
+    one but does not parse loses its metadata, never the body: a warning says so.
+    """
+    match = _YAML_FRONT.match(text) or _TOML_FRONT.match(text)
+    if not match:
+        return {}, text, []
+    block, body = match.group(1) or "", text[match.end() :]
+    toml = match.re is _TOML_FRONT
+    try:
+        front = _load_toml(block) if toml else _load_yaml(block)
+    except ValueError as exc:
+        if toml or _looks_like_yaml_mapping(block):
+            return {}, body, [f"malformed front matter ignored, the text is indexed: {one_line(exc)}"]
+        return {}, text, []  # a horizontal rule and prose, not front matter
+    if isinstance(front, dict):
+        return front, body, []
+    if front is None:  # an empty block
+        return {}, body, []
+    return {}, text, []  # a rule, a line of prose, a rule: the note's own text
+
+
+_YAML_FRONT = re.compile(r"\A---[ \t]*\r?\n(?:(.*?)\r?\n)?(?:---|\.\.\.)[ \t]*(?:\r?\n|\Z)", re.DOTALL)
+_TOML_FRONT = re.compile(r"\A\+\+\+[ \t]*\r?\n(?:(.*?)\r?\n)?\+\+\+[ \t]*(?:\r?\n|\Z)", re.DOTALL)
+_YAML_KEY_LINE = re.compile(r"^[\w\"'-][^:\n]*:(?:[ \t]|$)")
+
+
+def _load_yaml(block: str):
     import yaml
 
     try:
-        post = frontmatter.loads(text)
-    except (yaml.YAMLError, ValueError) as exc:
-        raise ParseError(f"malformed front matter: {one_line(exc)}") from None
-    front = post.metadata if isinstance(post.metadata, dict) else {}
-    metadata = _front_matter_metadata(front)
-    sections, first_h1 = markdown_sections(post.content)
-    if "title" not in metadata:
-        metadata["title"] = first_h1 or PurePosixPath(name).stem
-    for section in sections:
-        section.path = _with_title(metadata["title"], section.path)
-    return ParsedFile(sections, metadata)
+        return yaml.safe_load(block)
+    except yaml.YAMLError as exc:
+        raise ValueError(str(exc)) from None
+    except RecursionError:
+        raise ValueError("nested too deeply") from None
+
+
+def _load_toml(block: str) -> dict:
+    import tomllib
+
+    try:
+        return tomllib.loads(block)
+    except tomllib.TOMLDecodeError as exc:
+        raise ValueError(str(exc)) from None
+
+
+def _looks_like_yaml_mapping(block: str) -> bool:
+    """Whether a block that failed to parse was meant as front matter: its first line is a `key:`."""
+    first = next((line for line in block.splitlines() if line.strip() and not line.lstrip().startswith("#")), "")
+    return bool(_YAML_KEY_LINE.match(first))
+
+
+# Front matter keys that say how a page is laid out or linked, not what it says.
+LAYOUT_KEYS = frozenset("""image images href url link layout weight aliases date draft type slug icon background menu lastmod
+    publishdate expirydate thumbnail feature cascade outputs sitemap build""".split())
+
+
+def front_matter_text(front: dict) -> str:
+    """The text of a page's front matter: its string values, one a line, less layout keys, links and image paths."""
+    lines: list[str] = []
+
+    def walk(value, key: str, depth: int) -> None:
+        if key.lower() in LAYOUT_KEYS or depth > MAX_RENDER_DEPTH:
+            return
+        if isinstance(value, dict):
+            for sub, item in value.items():
+                walk(item, str(sub), depth + 1)
+        elif isinstance(value, list):
+            for item in value:
+                walk(item, key, depth + 1)
+        elif isinstance(value, str) and value.strip() and not value.startswith(("http://", "https://", "/", "images/")):
+            lines.append(value.strip())
+
+    walk(front, "", 0)
+    return "\n".join(lines)
 
 
 def markdown_sections(body: str) -> tuple[list[Section], str | None]:

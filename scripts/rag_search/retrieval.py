@@ -2,9 +2,14 @@
 
 Hybrid by default: the nearest chunks by meaning (ChromaDB, cosine) and the
 best chunks by keywords (BM25 over the same chunks) are fused with reciprocal
-rank fusion, so an exact identifier and a paraphrase can both be found. Then
-filters, recency, an optional cross-encoder, the per-file cap and the token
-budget shape the page.
+rank fusion, so an exact identifier and a paraphrase can both be found. Pages
+are then ranked by their combined evidence, not by one lucky chunk: each
+section of a page counts with its best chunk, and a page's score is the damped
+sum of its sections' (a page that answers in many sections beats a page with
+one chance match; a long section split into several chunks counts once, so
+length alone earns nothing). Each page shows its best chunks, best first.
+Then recency, an optional cross-encoder, the per-file cap and the token budget
+shape the page.
 
 Every hit's `score` is the cosine similarity of chunk and query (0 to 1) in
 every mode, so --min-score means the same thing everywhere; the order is the
@@ -25,6 +30,7 @@ from .records import Filters, Hit
 from .store import COLLECTIONS, INDEX_COMMANDS, Store, fingerprint
 
 MODES = ("hybrid", "dense", "lexical")
+RECORD_KINDS = ("json", "jsonl")  # a file of records: each record stands alone, it is not a section of a page
 SECONDS_PER_DAY = 86400.0
 CHARS_PER_TOKEN = 4  # the usual estimate for English text and code
 
@@ -45,6 +51,9 @@ class SearchOptions:
     rrf_k: int = 10
     dense_weight: float = 1.0
     lexical_weight: float = 1.0
+    # Hybrid: a page scores S1 + d*S2 + d^2*S3 ..., its sections' best fused scores, highest first; 0 ranks a page by its
+    # best chunk. Tuned on docs-faq dev with SciFact train (bench/eval_docs.py, bench/eval_beir.py).
+    page_decay: float = 1.0
 
     @property
     def filters(self) -> Filters:
@@ -121,11 +130,10 @@ def search(stores: dict[str, Store], query: str, vector: np.ndarray, options: Se
     if options.mode in ("hybrid", "lexical"):
         lexical_order = _lexical(stores, query, options, candidates)
     _fill_missing(stores, vector, candidates)
-
-    ranking = _rank(candidates, dense_order, lexical_order, options)
-    hits = [candidates[chunk_id] for chunk_id in ranking]
     if options.min_score is not None:
-        hits = [hit for hit in hits if hit.score >= options.min_score]
+        candidates = {chunk_id: hit for chunk_id, hit in candidates.items() if hit.score >= options.min_score}
+
+    hits = [candidates[chunk_id] for chunk_id in _rank(candidates, dense_order, lexical_order, options)]
     if reranker is not None:
         hits = reranker.rerank(query, hits[: max(options.top_k * 4, 20)])
     hits = _cap_per_file(hits, options.per_file)[: options.top_k]
@@ -172,7 +180,7 @@ def _fill_missing(stores: dict[str, Store], vector: np.ndarray, candidates: dict
 
 
 def _rank(candidates: dict, dense_order: list[str], lexical_order: list[str], options: SearchOptions) -> list[str]:
-    """Candidate ids in the mode's order, with recency applied to personal chunks."""
+    """Candidate ids in the mode's order, with recency applied to personal chunks; in hybrid mode, page by page."""
     now = time.time()
     keys: dict[str, float] = {}
     for chunk_id, hit in candidates.items():
@@ -194,7 +202,33 @@ def _rank(candidates: dict, dense_order: list[str], lexical_order: list[str], op
             key *= factor
         keys[chunk_id] = key
     order = dense_order if options.mode == "dense" else lexical_order if options.mode == "lexical" else list(candidates)
-    return sorted((chunk_id for chunk_id in order if chunk_id in candidates), key=lambda chunk_id: keys[chunk_id], reverse=True)
+    ranked = sorted((chunk_id for chunk_id in order if chunk_id in candidates), key=lambda chunk_id: keys[chunk_id], reverse=True)
+    return _by_page(ranked, candidates, keys, options.page_decay) if options.mode == "hybrid" else ranked
+
+
+def _by_page(ranked: list[str], candidates: dict, keys: dict[str, float], decay: float) -> list[str]:
+    """Chunk ids (best first) regrouped page by page: pages by the damped sum of their sections' best keys.
+
+    A section is a heading path of a file; a record of a JSON file is a unit of its own.
+    Ties keep the order of each page's best chunk.
+    """
+    pages: dict[tuple, list[str]] = {}
+    for chunk_id in ranked:
+        hit = candidates[chunk_id]
+        record = hit.metadata.get("kind") in RECORD_KINDS
+        pages.setdefault((hit.collection, hit.metadata.get("file"), hit.metadata.get("heading") if record else None), []).append(chunk_id)
+    scored = []
+    for first, ids in enumerate(pages.values()):
+        best: dict[str, float] = {}
+        for chunk_id in ids:  # best first: the first chunk seen of a section is its best
+            best.setdefault(candidates[chunk_id].metadata.get("heading", ""), keys[chunk_id])
+        sections = sorted(best.values(), reverse=True)
+        score = sum(key * decay**i for i, key in enumerate(sections))
+        for chunk_id in ids:
+            candidates[chunk_id].explain.update(page_score=round(score, 6), page_sections=len(sections), page_chunks=len(ids))
+        scored.append((-score, first, ids))
+    scored.sort()
+    return [chunk_id for _, _, ids in scored for chunk_id in ids]
 
 
 def _cap_per_file(hits: list[Hit], per_file: int) -> list[Hit]:

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from .. import dates
 from ..errors import ConfigError
+from ..includes import expand_page
 from ..indexer import SourceDocument, content_hash
 from ..parsing import kind_of
 from ..reconcile import Listed, Listing, Skip
@@ -206,16 +207,19 @@ def _load_file(entry: FileEntry, source_id: str, max_bytes: int, file_prefix: st
         text = read_text(entry.path, max_bytes)
     except SkipFile as exc:
         raise Skip(str(exc)) from None
+    kind = kind_of(entry.rel)
+    text, warnings = expand_page(kind, text, entry.path, entry.root, max_bytes)
     return SourceDocument(
         key=f"{source_id}:{entry.path}",
         source_id=source_id,
         file=file_prefix + entry.rel,
-        kind=kind_of(entry.rel),
+        kind=kind,
         text=text,
         content_hash=content_hash(text.encode("utf-8")),
         identity=f"{entry.size}:{entry.mtime_ns}",
         metadata={"root": str(entry.root), "path": str(entry.path)},
         fallback_date=dates.from_timestamp(entry.mtime_ns / 1e9),
+        warnings=warnings,
     )
 
 

@@ -1,10 +1,19 @@
-"""Git doc sources: a cached shallow, sparse clone per source, listed by blob id.
+"""Git doc sources: a cached partial, sparse clone per source, listed by blob id.
 
 The clone lives in <data dir>/sources/<id>/repo and holds only what is needed:
-one commit deep, blobs fetched lazily, checked out sparsely to `path`. A refresh
-fetches `version` (tag, branch or commit; the default branch when absent) and
-lists the files of that commit with their blob ids: a file whose blob is the one
-indexed is unchanged and not read; only new blobs are read and embedded.
+the history's commits and trees but no old file contents (`--filter=blob:none`:
+blobs are fetched when needed), checked out sparsely to `path`. Files over
+max_file_bytes are never checked out: the blobs of the files to index are
+fetched in one request and their sizes read first. A refresh fetches
+`version` (tag, branch or commit; the default branch when absent) and lists the
+files of that commit with their blob ids: a file whose blob is the one indexed
+is unchanged and not read; only new blobs are read and embedded.
+
+Each file is dated by its last commit, found by one `git log` walk a run (the
+history without blobs is what makes that walk possible offline and cheap), read
+only as far back as the files being loaded need. Clones made one commit deep
+by earlier versions are replaced on their next refresh (bench/bench_git_dates.py:
+a fresh fetch of the history without blobs costs less than deepening one).
 
 User data never becomes an option: the version is a checked ref name
 (specs.py), and every command that carries a URL, ref or path ends options
@@ -17,6 +26,8 @@ by a killed run and are removed.
 import functools
 import logging
 import re
+import shutil
+import subprocess
 import tempfile
 import time
 from pathlib import Path
@@ -24,6 +35,7 @@ from urllib.parse import urlsplit
 
 from .. import dates
 from ..errors import SourceFailed
+from ..includes import expand_page
 from ..indexer import SourceDocument, content_hash
 from ..parsing import kind_of
 from ..reconcile import Listed, Listing, Skip
@@ -56,24 +68,26 @@ _SPARSE_SPECIAL = re.compile(r"([\\*?\[!#])")
 def git_listing(spec: GitSource, cache_dir: Path, max_bytes: int, state: dict | None) -> Listing:
     """Fetch the source's version and list the files to index, identified by blob id.
 
-    Blobs over `max_bytes` are never downloaded (a blob:limit filter) nor checked out
-    (left out of the sparse checkout); they are reported as skipped.
+    Files over `max_bytes` are never checked out (left out of the sparse checkout);
+    they are reported as skipped.
     """
     repo = _prepare_clone(cache_dir / "repo", spec)
-    commit = _fetch(repo, spec.version, max_bytes)
+    commit = _fetch(repo, spec.version)
     tree, secret_files = _tree_files(repo, commit, spec.path, spec.glob)
-    oversized = _oversized(repo, commit, tree)
+    oversized = _oversized(repo, tree, max_bytes)
     _check_out(repo, commit, spec.path, oversized)
     warn_secret_files(spec.id, secret_files)
     skipped = [{"file": f"{spec.id}/{path}", "key": f"{spec.id}:{path}",
-                "reason": f"larger than the {max_bytes // 1024} KiB limit (max_file_bytes): never downloaded"} for path in oversized]
+                "reason": f"larger than the {max_bytes // 1024} KiB limit (max_file_bytes): never checked out"} for path in oversized]
     for path in oversized:
         del tree[path]
+    worktree = Path(repo.working_dir)
     context = {
         "commit": commit,
         "doc_version": spec.version or _default_branch(repo) or "default branch",
-        "date": _commit_date(repo, commit),
-        "worktree": Path(repo.working_dir),
+        "dates": LastCommitDates(worktree, commit, spec.path, set(tree), _commit_date(repo, commit)),
+        "worktree": worktree,
+        "root": worktree / spec.path if spec.path else worktree,
     }
     documents = [Listed(f"{spec.id}:{path}", f"{spec.id}/{path}", blob, functools.partial(_load, spec, path, blob, context, max_bytes))
                  for path, blob in tree.items()]
@@ -87,11 +101,13 @@ def _load(spec: GitSource, path: str, blob: str, context: dict, max_bytes: int, 
         text = read_text(context["worktree"] / path, max_bytes)
     except SkipFile as exc:
         raise Skip(str(exc)) from None
+    kind = kind_of(path)
+    text, warnings = expand_page(kind, text, context["worktree"] / path, context["root"], max_bytes)
     return SourceDocument(
         key=f"{spec.id}:{path}",
         source_id=spec.id,
         file=f"{spec.id}/{path}",
-        kind=kind_of(path),
+        kind=kind,
         text=text,
         content_hash=content_hash(text.encode("utf-8")),
         identity=blob,
@@ -102,8 +118,9 @@ def _load(spec: GitSource, path: str, blob: str, context: dict, max_bytes: int, 
             "url": browse_url(spec.url, context["commit"], path),
             "path": str(context["worktree"] / path),
         },
-        fallback_date=context["date"],
+        fallback_date=context["dates"].date_of(path),
         documentation=True,
+        warnings=warnings,
     )
 
 
@@ -129,6 +146,10 @@ def _prepare_clone(folder: Path, spec: GitSource):
     import git
 
     try:
+        if (folder / ".git" / "shallow").is_file():
+            # One commit deep, as earlier versions cloned: fetching the history afresh costs less than deepening it.
+            log.info("%s: replacing the one-commit-deep clone in %s by one with history", spec.id, folder)
+            shutil.rmtree(folder)
         if (folder / ".git").is_dir():
             _remove_stale_locks(folder / ".git")
             repo = git.Repo(folder)
@@ -154,16 +175,15 @@ def _remove_stale_locks(git_dir: Path) -> None:
         log.warning("removed git lock file(s) left by an interrupted run: %s", ", ".join(str(path) for path in stale))
 
 
-def _fetch(repo, version: str | None, max_bytes: int) -> str:
-    """Fetch `version` (or the default branch) one commit deep, without blobs over `max_bytes`; returns the commit id."""
+def _fetch(repo, version: str | None) -> str:
+    """Fetch `version` (or the default branch) with its history but no file contents; returns the commit id."""
     import git
 
     ref = version or "HEAD"
     started = time.monotonic()
     try:
         repo.git.execute(
-            ["git", *GIT_OPTIONS, "fetch", "--quiet", "--depth", "1", f"--filter=blob:limit={max_bytes}", "--end-of-options",
-             "origin", ref],
+            ["git", *GIT_OPTIONS, "fetch", "--quiet", "--filter=blob:none", "--end-of-options", "origin", ref],
             kill_after_timeout=FETCH_TIMEOUT_SECONDS,
         )
         commit = repo.git.rev_parse("--verify", "FETCH_HEAD^{commit}")
@@ -174,11 +194,26 @@ def _fetch(repo, version: str | None, max_bytes: int) -> str:
     return commit
 
 
-def _oversized(repo, commit: str, tree: dict[str, str]) -> list[str]:
-    """Paths of `tree` whose blob the fetch left out for its size (git lists them as missing; nothing is fetched)."""
-    output = repo.git.rev_list("--objects", "--missing=print", commit)
-    missing = {line[1:] for line in output.splitlines() if line.startswith("?")}
-    return sorted(path for path, blob in tree.items() if blob in missing)
+def _oversized(repo, tree: dict[str, str], max_bytes: int) -> list[str]:
+    """Paths of `tree` whose blob is over `max_bytes`.
+
+    The clone holds no file contents: the blobs of the files to index are fetched in
+    one request (the checkout would fetch them anyway, one request each) so that
+    their sizes are known before anything is written to the worktree.
+    """
+    import git
+
+    blobs = sorted(set(tree.values()))
+    if not blobs:
+        return []
+    try:
+        _git_with_lines(repo, ["-c", "fetch.negotiationAlgorithm=noop", "fetch", "--quiet", "--no-tags", "--no-write-fetch-head",
+                               "--recurse-submodules=no", "--filter=blob:none", "--stdin", "origin"], blobs)
+        output = _git_with_lines(repo, ["cat-file", "--batch-check=%(objectname) %(objectsize)"], blobs)
+    except git.GitCommandError as exc:
+        raise SourceFailed(f"git fetch of the files to index failed: {_git_message(exc)}") from None
+    sizes = {name: int(size) for name, size in (line.split() for line in output.splitlines())}
+    return sorted(path for path, blob in tree.items() if sizes[blob] > max_bytes)
 
 
 def _check_out(repo, commit: str, prefix: str, left_out: list[str]) -> None:
@@ -187,13 +222,18 @@ def _check_out(repo, commit: str, prefix: str, left_out: list[str]) -> None:
 
     patterns = ["/" + _sparse_escape(prefix) + "/" if prefix else "/*"] + ["!/" + _sparse_escape(path) for path in left_out]
     try:
-        with tempfile.TemporaryFile() as stdin:  # patterns on stdin: no argument limit, never read as options
-            stdin.write(("\n".join(patterns) + "\n").encode("utf-8"))
-            stdin.seek(0)
-            repo.git.execute(["git", "sparse-checkout", "set", "--no-cone", "--stdin"], istream=stdin)
+        _git_with_lines(repo, ["sparse-checkout", "set", "--no-cone", "--stdin"], patterns)
         repo.git.execute(["git", *GIT_OPTIONS, "checkout", "--quiet", "--force", "--detach", commit])
     except git.GitCommandError as exc:
         raise SourceFailed(f"git checkout of {commit[:12]} failed: {_git_message(exc)}") from None
+
+
+def _git_with_lines(repo, arguments: list[str], lines: list[str]) -> str:
+    """Run git with `lines` on its stdin: no argument-length limit, and data there is never read as an option."""
+    with tempfile.TemporaryFile() as stdin:
+        stdin.write(("\n".join(lines) + "\n").encode("utf-8"))
+        stdin.seek(0)
+        return repo.git.execute(["git", *GIT_OPTIONS, *arguments], istream=stdin, kill_after_timeout=FETCH_TIMEOUT_SECONDS)
 
 
 def _sparse_escape(path: str) -> str:
@@ -213,7 +253,68 @@ def _default_branch(repo) -> str | None:
 
 
 def _commit_date(repo, commit: str) -> tuple[str, float]:
-    return dates.from_timestamp(int(repo.git.show("-s", "--format=%ct", commit)))
+    return dates.from_timestamp(int(repo.git.show("-s", "--format=%ct", "--end-of-options", commit)))
+
+
+class LastCommitDates:
+    """Each file's last commit date, from one `git log` walk over the history, read only as far as needed.
+
+    The walk starts when the first date is asked for and stops once every file
+    asked for is dated (a refresh that loads a few changed files reads a few
+    commits) or when every listed file is. A file the history does not reach (a
+    clone whose history could not be fetched) gets the commit's own date.
+    """
+
+    def __init__(self, worktree: Path, commit: str, prefix: str, paths: set[str], fallback: tuple[str, float]):
+        self._command = ["git", "-C", str(worktree), *GIT_OPTIONS, "log", "--format=%x00%ct", "-z", "--name-only", "--no-renames",
+                         "--end-of-options", commit, "--", prefix or "."]
+        self._undated = set(paths)
+        self._found: dict[str, tuple[str, float]] = {}
+        self._fallback = fallback
+        self._walk = None
+
+    def date_of(self, path: str) -> tuple[str, float]:
+        if self._walk is None and self._undated:
+            self._walk = self._commits()
+        while path not in self._found and self._walk is not None:
+            try:
+                seconds, paths = next(self._walk)
+            except StopIteration:
+                self._walk = None
+                break
+            for changed in paths & self._undated:
+                self._found[changed] = dates.from_timestamp(seconds)
+            self._undated -= paths
+            if not self._undated:
+                self._walk.close()
+                self._walk = None
+        return self._found.get(path, self._fallback)
+
+    def _commits(self):
+        """(commit time, files it changed), newest first; the git process ends when the walk is closed or done.
+
+        `git log -z --format=%x00%ct --name-only` writes, per commit, an empty field,
+        the commit time, then the changed paths (the first one after a newline).
+        """
+        process = subprocess.Popen(self._command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        try:
+            seconds, paths, expect_time, pending = None, set(), False, b""
+            while block := process.stdout.read(65536):
+                *fields, pending = (pending + block).split(b"\0")
+                for field in fields:
+                    if field == b"":
+                        if seconds is not None:
+                            yield seconds, paths
+                        seconds, paths, expect_time = None, set(), True
+                    elif expect_time:
+                        seconds, expect_time = int(field), False
+                    else:
+                        paths.add(field.removeprefix(b"\n").decode("utf-8", "surrogateescape"))
+            if seconds is not None:
+                yield seconds, paths
+        finally:
+            process.kill()
+            process.wait()
 
 
 def _tree_files(repo, commit: str, prefix: str, glob: str) -> tuple[dict[str, str], list[str]]:
