@@ -129,10 +129,12 @@ _YAML_KEY_LINE = re.compile(r"^[\w\"'-][^:\n]*:(?:[ \t]|$)")
 
 
 def _load_yaml(block: str):
+    """python-frontmatter's YAML handler (safe loading); the block is found by our own rules above."""
     import yaml
+    from frontmatter.default_handlers import YAMLHandler
 
     try:
-        return yaml.safe_load(block)
+        return YAMLHandler().load(block)
     except yaml.YAMLError as exc:
         raise ValueError(str(exc)) from None
     except RecursionError:
