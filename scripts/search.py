@@ -20,7 +20,11 @@ EPILOG = """output (JSON on stdout):
   No match is not an error: exit 0 with an empty "results" list.
 
 dates (--since, --until): YYYY-MM-DD, an ISO time, or 7d, 2w, 3m, 1y ago; they apply
-to the chunk's own date (front matter, record field, commit, Last-Modified, mtime)."""
+to the chunk's own date (front matter, record field, commit, Last-Modified, mtime).
+
+records (--type, --tag): JSON records (memory entries, decisions) carry their type
+and tags; notes carry the tags of their front matter. Tags match whole and ignore
+case and a leading '#'. All filters combine, in every --mode."""
 
 
 def number_in(low: float, high: float, kind=int):
@@ -51,6 +55,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--source", action="append", metavar="ID", help="only this source: 'personal' or a doc source id (repeatable)")
     parser.add_argument("--since", type=date_bound, metavar="DATE", help="only chunks dated on or after DATE")
     parser.add_argument("--until", type=date_bound, metavar="DATE", help="only chunks dated on or before DATE")
+    parser.add_argument("--type", action="append", dest="types", metavar="TYPE",
+                        help="only records of this type, e.g. decision, lesson_learned (repeatable: any of them)")
+    parser.add_argument("--tag", action="append", dest="tags", metavar="TAG",
+                        help="only records and notes carrying this whole tag (repeatable: every one of them)")
     parser.add_argument("--min-score", type=number_in(0.0, 1.0, float), metavar="S", help="drop results whose score is below S (0-1)")
     parser.add_argument("--per-file", type=number_in(0, 100), default=2, metavar="N",
                         help="at most N chunks per file (default 2, 0 = no limit)")
@@ -88,6 +96,8 @@ def search(args: argparse.Namespace) -> int:
         sources=args.source,
         since=args.since,
         until=args.until,
+        types=args.types,
+        tags=args.tags,
         min_score=args.min_score,
         per_file=args.per_file,
         max_tokens=args.max_tokens,
