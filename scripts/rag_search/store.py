@@ -217,8 +217,8 @@ class Store:
         """The documents of `source_id` in the published index of `name` with their identities, and the source's
         state; None if it was never built. Reads only the catalog (milliseconds), under the readers' shared lock."""
         root = settings.data_dir / name
-        if generations.published(root)[0] is None:
-            return None
+        if not root.is_dir() or generations.published(root)[0] is None:
+            return None  # never built (or the data dir is unusable, which the caller's own use reports)
         folder, lock, _ = generations.open_for_reading(root)
         try:
             catalog = Catalog(folder / CATALOG, writable=False)
