@@ -297,6 +297,11 @@ class Store:
             found = self._vectors.query(vector, depth, _where(filters))
         return [Hit(chunk_id, self.name, _clip(cosine), text, metadata) for chunk_id, text, metadata, cosine in found]
 
+    def matching(self, filters: Filters, limit: int = 10_000) -> list[StoredChunk]:
+        """Up to `limit` chunks that pass `filters`, in no order: records listed by their fields, without a query."""
+        with self._reading():
+            return [StoredChunk(chunk_id, text, metadata) for chunk_id, text, metadata in self._vectors.where(_where(filters), limit)]
+
     def keyword(self, match: str, depth: int, filters: Filters) -> list[tuple[str, float]]:
         """(chunk id, BM25 score) of the best keyword matches, best first."""
         with self._reading():

@@ -21,7 +21,7 @@ from ..errors import ConfigError, SourceFailed
 from ..indexer import IndexWriter, Pipeline
 from ..reconcile import reconcile
 from ..store import Store
-from .files import folder_listing, walk_root
+from .files import FileEntry, WalkResult, folder_listing, walk_root
 
 log = logging.getLogger("rag_search")
 
@@ -120,3 +120,32 @@ def index_personal(store: Store, pipeline: Pipeline, roots: list[Path], settings
         "rebuilt": writer.rebuilt,
         "seconds": round(time.monotonic() - started, 2),
     }
+
+
+def index_files(store: Store, pipeline: Pipeline, settings: Settings, paths: list[Path], roots: list[Path]) -> dict:
+    """Bring these files (new, changed or deleted) in line in the personal collection without walking their roots:
+    what memory.py add and a search's freshness check need, in milliseconds plus the embedding of what changed."""
+    writer = IndexWriter(store, pipeline)
+    counts = dict.fromkeys(COUNTS, 0)
+    by_root: dict[Path, list[Path]] = {}
+    for path in paths:
+        by_root.setdefault(next((root for root in roots if path.is_relative_to(root)), path.parent), []).append(path)
+    for root, files in by_root.items():
+        keys = {f"{SOURCE_ID}:{path}" for path in files}
+        known = {key: record for key, record in store.documents(SOURCE_ID, key_prefix=f"{SOURCE_ID}:{root}{os.sep}").items()
+                 if key in keys}
+        entries = [entry for entry in (_file_entry(root, path) for path in files) if entry is not None]
+        report = reconcile(writer, known, folder_listing(WalkResult(root, files=entries), SOURCE_ID, settings.max_file_bytes),
+                           str(root), allow_shrink=True, quiet=True)
+        for name in COUNTS:
+            counts[name] += report.counts[name]
+    return {**counts, "chunks_added": writer.stats.chunks_added, "chunks_removed": writer.stats.chunks_removed}
+
+
+def _file_entry(root: Path, path: Path) -> FileEntry | None:
+    """The file as a walk would list it; None if it is gone (or no longer a regular file)."""
+    try:
+        info = path.stat()
+    except OSError:
+        return None
+    return FileEntry(root, path.relative_to(root).as_posix(), path, info.st_size, info.st_mtime_ns) if path.is_file() else None
