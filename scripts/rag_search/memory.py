@@ -54,8 +54,8 @@ def read_entries(path: Path) -> list[dict]:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        raise MemoryFileError(f"no memory file at {path}", hint=f"record a first entry: memory.py add --type lesson_learned "
-                                                                 f"--lesson '…' (or set --memory-file / RAG_SEARCH_MEMORY_FILE)") from None
+        raise MemoryFileError(f"no memory file at {path}", hint="record a first entry: memory.py add --type lesson_learned "
+                                                                 "--lesson '…' (or set --memory-file / RAG_SEARCH_MEMORY_FILE)") from None
     except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
         raise MemoryFileError(f"the memory file {path} is not valid JSON: {exc}",
                               hint=f"inspect and repair it, or move it aside (mv {path} {path}.broken) to start afresh") from None
