@@ -22,6 +22,12 @@ EPILOG = """output (JSON on stdout):
 dates (--since, --until): YYYY-MM-DD, an ISO time, or 7d, 2w, 3m, 1y ago; they apply
 to the chunk's own date (front matter, record field, commit, Last-Modified, mtime).
 
+fresh at search time: before searching the personal index, a stat walk of its roots
+finds files changed since it was built. Up to 20 small files (512 KiB) are indexed
+before answering (about a second or two; never waiting for another index run);
+otherwise the answer carries "stale": {"files": N, "since": TIME} and stderr says to
+run index_personal.py.
+
 records (--type, --tag): JSON records (memory entries, decisions) carry their type
 and tags; notes carry the tags of their front matter. Tags match whole and ignore
 case and a leading '#'. All filters combine, in every --mode."""
@@ -68,6 +74,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help="rank newer personal chunks higher; age DAYS halves the boost (default: config recency_half_life_days)")
     parser.add_argument("--rerank", action="store_true", help="reorder the top candidates with a local cross-encoder, if one is configured")
     parser.add_argument("--explain", action="store_true", help="add each result's ranks and scores per stage")
+    parser.add_argument("--no-refresh", action="store_true",
+                        help="do not bring in personal files changed since the index (see 'fresh at search time' below)")
     parser.add_argument("--format", choices=["json", "text"], default="json", help="json for agents (default), text for people")
     return parser
 
@@ -121,11 +129,30 @@ def search(args: argparse.Namespace) -> int:
             for store in stores.values():
                 store.close()
 
+    stale = freshen(settings) if args.index != "docs" and settings.server is None and not args.no_refresh else None
     # The parent embeds the query while the child opens ChromaDB (half a second of imports).
     result = run_isolated(read_index, lambda: query_embedder(settings.data_dir, model).embed([args.query])[0])
     payload = output.result_payload(result, metadata_only=args.metadata_only, explain=args.explain)
+    if stale:
+        payload["stale"] = stale
     print(output.to_json(payload) if args.format == "json" else output.to_text(payload))
     return 0
+
+
+def freshen(settings) -> dict | None:
+    """Bring personal files changed since the index in before searching (a few, if the index is free this instant);
+    otherwise the staleness to report. The index is written in a child process, like it is read."""
+    from rag_search.freshness import bring_in, find_changes, stale_report
+    from rag_search.isolation import run_isolated
+
+    changes = find_changes(settings)
+    if changes is None or not changes.count:
+        return None
+    if changes.small and run_isolated(lambda _: bring_in(settings, changes), lambda: None):
+        return None
+    print(f"note: {changes.count} personal file(s) changed since the index was built ({changes.since}) and are not "
+          "searched yet (hint: refresh with scripts/index_personal.py)", file=sys.stderr)
+    return stale_report(changes)
 
 
 if __name__ == "__main__":
