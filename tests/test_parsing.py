@@ -168,6 +168,14 @@ def test_a_nested_knowledge_object_keeps_one_record_per_key_and_opens_lists_of_r
     assert sections[3].text == "name: neovim\nplugins: lazy, telescope"
 
 
+def test_a_small_flat_object_is_one_record_and_a_huge_one_is_not():
+    prefs = {"editor": "neovim", "shell": "zsh", "theme": "dark"}
+    sections = parse("json", json.dumps(prefs), "preferences.json").sections
+    assert [(s.path, s.text) for s in sections] == [(["preferences.json"], "editor: neovim\nshell: zsh\ntheme: dark")]
+    huge = {f"key{i}": i for i in range(100)}
+    assert len(parse("json", json.dumps(huge), "huge.json").sections) == 100
+
+
 @pytest.mark.parametrize("key", ["date", "createdAt", "created_at", "created", "ts", "timestamp", "time", "datetime",
                                  "updatedAt", "updated_at", "updated", "modified"])
 def test_each_date_key_dates_the_record(key):

@@ -33,6 +33,7 @@ RECORD_KEYS = frozenset({"id", "type", "kind", "lesson", "decision", "context", 
                          "confidence", "loopid", "loop_id", "iteration", "outcome", "question", "answer", "name", "value"}
                         | {key.lower() for key in DATE_KEYS})
 SHORT_LIST = 20  # a list of at most this many scalars is a record's field (tags), not a collection
+SMALL_RECORD = 50  # an object of at most this many scalar fields is one record even without a record-like key
 MAX_FIELD_CHARS = 200
 MAX_RENDER_DEPTH = 24
 
@@ -316,12 +317,14 @@ def _records(data) -> list[tuple[str, object]]:
 
 
 def is_record(value) -> bool:
-    """An object that reads as one record: a record-like key (id, type, lesson, a date…) and mostly scalar or short-list values."""
-    if not isinstance(value, dict) or not value or not any(str(key).lower() in RECORD_KEYS for key in value):
-        return False
-    if any(_holds_objects(item) for item in value.values()):
-        return False  # a container of records (`{"version": 2, "entries": [...]}`)
-    return sum(1 for item in value.values() if _is_field(item)) * 3 >= len(value) * 2
+    """An object that reads as one record: a record-like key (id, type, lesson, a date…) and mostly scalar or short-list
+    values, or a small object of nothing but such values (a preferences file)."""
+    if not isinstance(value, dict) or not value or any(_holds_objects(item) for item in value.values()):
+        return False  # not an object, or a container of records (`{"version": 2, "entries": [...]}`)
+    fields = sum(1 for item in value.values() if _is_field(item))
+    if 1 < len(value) <= SMALL_RECORD and fields == len(value):
+        return True
+    return any(str(key).lower() in RECORD_KEYS for key in value) and fields * 3 >= len(value) * 2
 
 
 def _holds_objects(value) -> bool:
