@@ -36,7 +36,7 @@ def build_parser() -> argparse.ArgumentParser:
     query.add_argument("text", help="what to look for")
     query.add_argument("--top-k", type=int, default=5, metavar="N", help="number of entries (default 5)")
     for sub in (listing, query):
-        sub.add_argument("--since", type=date_bound, metavar="DATE", help="created on or after DATE (YYYY-MM-DD, 7d, 2w…)")
+        sub.add_argument("--since", type=cli.date_bound, metavar="DATE", help="created on or after DATE (YYYY-MM-DD, 7d, 2w…)")
         sub.add_argument("--type", action="append", dest="types", metavar="TYPE", help="only this type (repeatable)")
         sub.add_argument("--loop-id", metavar="ID", help="only entries of this loop")
         sub.add_argument("--tag", action="append", dest="tags", metavar="TAG", help="only entries with this tag (repeatable: all)")
@@ -50,18 +50,10 @@ def build_parser() -> argparse.ArgumentParser:
     add.add_argument("--iteration", type=int, metavar="N", help="the loop's iteration")
     clear = commands.add_parser("clear", help="delete entries (needs --yes)")
     clear.add_argument("--loop-id", metavar="ID", help="only entries of this loop")
-    clear.add_argument("--before", type=date_bound, metavar="DATE", help="only entries created before DATE")
+    clear.add_argument("--before", type=cli.date_bound, metavar="DATE", help="only entries created before DATE")
     clear.add_argument("--yes", action="store_true", help="really delete (a backup is written first)")
     return parser
 
-
-def date_bound(value: str) -> float:
-    from rag_search.dates import parse_bound
-
-    try:
-        return parse_bound(value)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -43,14 +43,6 @@ def number_in(low: float, high: float, kind=int):
     return parse
 
 
-def date_bound(value: str) -> float:
-    from rag_search.dates import parse_bound
-
-    try:
-        return parse_bound(value)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-
 
 def build_parser() -> argparse.ArgumentParser:
     parser = cli.make_parser("search.py", __doc__, EPILOG)
@@ -59,8 +51,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--top-k", type=number_in(1, 100), default=5, metavar="N", help="number of results, 1-100 (default: 5)")
     parser.add_argument("--mode", choices=["hybrid", "dense", "lexical"], default="hybrid", help="ranking (default: hybrid)")
     parser.add_argument("--source", action="append", metavar="ID", help="only this source: 'personal' or a doc source id (repeatable)")
-    parser.add_argument("--since", type=date_bound, metavar="DATE", help="only chunks dated on or after DATE")
-    parser.add_argument("--until", type=date_bound, metavar="DATE", help="only chunks dated on or before DATE")
+    parser.add_argument("--since", type=cli.date_bound, metavar="DATE", help="only chunks dated on or after DATE")
+    parser.add_argument("--until", type=cli.date_bound, metavar="DATE", help="only chunks dated on or before DATE")
     parser.add_argument("--type", action="append", dest="types", metavar="TYPE",
                         help="only records of this type, e.g. decision, lesson_learned (repeatable: any of them)")
     parser.add_argument("--tag", action="append", dest="tags", metavar="TAG",
