@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 from ..config import Settings
-from ..errors import ConfigError, SourceFailed
+from ..errors import ConfigError, RagSearchError, SourceFailed
 from ..indexer import IndexWriter, Pipeline
 from ..reconcile import reconcile
 from ..store import Store
@@ -31,8 +31,13 @@ COUNTS = ("added", "updated", "unchanged", "moved", "deleted")
 
 
 def recorded_roots(settings: Settings) -> list[Path]:
-    """The roots the published personal index remembers (none before the first run)."""
-    indexed = Store.indexed_files(settings, COLLECTION, SOURCE_ID)
+    """The roots the published personal index remembers (none before the first run, or when it cannot be read:
+    the run that rebuilds a damaged index must not fail on it)."""
+    try:
+        indexed = Store.indexed_files(settings, COLLECTION, SOURCE_ID)
+    except RagSearchError as exc:
+        log.warning("the roots the personal index remembers cannot be read (%s): using the configured roots", exc.message)
+        return []
     return [Path(root) for root in ((indexed.state or {}).get("roots", []) if indexed else [])]
 
 
