@@ -14,10 +14,12 @@ from rag_search.errors import EXIT_PARTIAL  # noqa: E402
 
 log = logging.getLogger("rag_search")
 
-EPILOG = """roots, first found wins:
-  command-line ROOTS > RAG_SEARCH_PERSONAL_DIRS (comma-separated)
-  > "personal_roots" in $RAG_SEARCH_CONFIG or ~/.config/rag-search/config.json
-  > ~/.claude/state
+EPILOG = """roots: the index remembers every root it has indexed. With ROOTS on the command
+line, only those are indexed (and remembered); without, every remembered root is
+refreshed, plus RAG_SEARCH_PERSONAL_DIRS (comma-separated) or else "personal_roots"
+in $RAG_SEARCH_CONFIG or ~/.config/rag-search/config.json (~/.claude/state when
+nothing is remembered or configured). A missing root (an unplugged disk) is skipped
+with a warning and keeps its chunks; --forget ROOT removes a root and its chunks.
 
 ignored: .git/, node_modules/, *.log, folders starting with . or _, the config's
 "ignore_patterns", and each root's .ragignore (full gitignore syntax, ! negates).
@@ -27,13 +29,16 @@ outage (an unmounted disk): it keeps its chunks and the run exits 9, unless
 --allow-shrink (or --full) says the files were removed on purpose.
 
 stdout: one JSON summary (files seen, added, updated, unchanged, moved, deleted,
-skipped with reasons, failed_roots, chunks, seconds). Progress and warnings go to stderr."""
+skipped with reasons, failed_roots, missing_roots, chunks, seconds); with --forget,
+{"forgotten", "chunks_removed", "roots"}. Progress and warnings go to stderr."""
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = cli.make_parser("index_personal.py", __doc__, EPILOG)
     parser.add_argument("roots", nargs="*", metavar="ROOT", help="folders to index (default: see below)")
     parser.add_argument("--full", action="store_true", help="rebuild the personal collection from scratch")
+    parser.add_argument("--forget", action="append", metavar="ROOT",
+                        help="stop indexing ROOT and remove its chunks (repeatable); nothing else is indexed in that run")
     cli.add_index_run_arguments(parser, allow_shrink=True)
     return parser
 
@@ -46,18 +51,37 @@ def main(argv: list[str] | None = None) -> int:
 
 def index(args: argparse.Namespace) -> int:
     from rag_search.runs import index_run
-    from rag_search.sources.personal import COLLECTION, check_roots, index_personal
+    from rag_search.sources.personal import COLLECTION, choose_roots, index_personal, recorded_roots, remember_roots
 
     settings = cli.settings(args, roots=args.roots)
     for warning in settings.warnings:
         log.warning(warning)
-    roots = check_roots(settings.personal_roots, settings.roots_origin)
-    log.info("using roots from %s: %s", settings.roots_origin, ", ".join(str(root) for root in roots))
+    recorded = recorded_roots(settings)
+    if args.forget:
+        return forget(settings, recorded, args.forget)
+    roots, missing, origin = choose_roots(settings, recorded)
+    log.info("using roots from %s: %s", origin, ", ".join(str(root) for root in roots))
     with index_run(settings, COLLECTION, fresh=args.full) as run:
         summary = index_personal(run.store, run.pipeline, roots, settings, full=args.full, allow_shrink=args.allow_shrink,
                                  quiet=args.quiet)
-    cli.emit_json({**summary, "published": run.published, "roots_from": settings.roots_origin})
+        remember_roots(run.store, [*recorded, *roots])
+    cli.emit_json({**summary, "missing_roots": [str(root) for root in missing], "published": run.published, "roots_from": origin})
     return EXIT_PARTIAL if summary["failed_roots"] else 0
+
+
+def forget(settings, recorded: list, roots: list[str]) -> int:
+    from rag_search.config import expand
+    from rag_search.runs import index_run
+    from rag_search.sources.personal import COLLECTION, forget_root
+
+    removed, forgotten = 0, [expand(root) for root in roots]
+    with index_run(settings, COLLECTION) as run:
+        for root in forgotten:
+            removed += forget_root(run.store, root, recorded)
+            recorded = [path for path in recorded if path != root]
+    cli.emit_json({"forgotten": [str(root) for root in forgotten], "chunks_removed": removed,
+                   "roots": [str(root) for root in recorded], "published": run.published})
+    return 0
 
 
 if __name__ == "__main__":

@@ -77,6 +77,9 @@ def check_representable(value: str, what: str) -> str:
     return value
 
 
+EXEC_PREFIXES = "-@:+!"  # ExecStart= prefixes before the program, e.g. "-": a failure does not stop the unit
+
+
 def quote_word(value: str, executable: bool = False) -> str:
     """One word of an ExecStart= line: specifiers (%) escaped, quoted when needed.
 
@@ -105,12 +108,13 @@ def render_line(line: str, skill_dir: Path) -> str:
     if line.lstrip().startswith(("#", ";")) or "=" not in line:
         return line
     key, value_start = line.split("=", 1)[0].strip(), line.index("=") + 1
+    program_start = value_start + len(line[value_start:]) - len(line[value_start:].lstrip(EXEC_PREFIXES))
 
     def replace(match: re.Match) -> str:
         path = str(skill_dir) + (match.group("rest") or "")
         if key == "Documentation":
             return file_url_path(path)
-        return quote_word(path, executable=key.startswith("Exec") and match.start() == value_start)
+        return quote_word(path, executable=key.startswith("Exec") and match.start() == program_start)
 
     return PREFIX_TOKEN.sub(replace, line)
 

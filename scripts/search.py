@@ -20,7 +20,17 @@ EPILOG = """output (JSON on stdout):
   No match is not an error: exit 0 with an empty "results" list.
 
 dates (--since, --until): YYYY-MM-DD, an ISO time, or 7d, 2w, 3m, 1y ago; they apply
-to the chunk's own date (front matter, record field, commit, Last-Modified, mtime)."""
+to the chunk's own date (front matter, record field, commit, Last-Modified, mtime).
+
+fresh at search time: before searching the personal index, a stat walk of its roots
+finds files changed since it was built. Up to 20 small files (512 KiB) are indexed
+before answering (about a second or two; never waiting for another index run);
+otherwise the answer carries "stale": {"files": N, "since": TIME} and stderr says to
+run index_personal.py.
+
+records (--type, --tag): JSON records (memory entries, decisions) carry their type
+and tags; notes carry the tags of their front matter. Tags match whole and ignore
+case and a leading '#'. All filters combine, in every --mode."""
 
 
 def number_in(low: float, high: float, kind=int):
@@ -33,14 +43,6 @@ def number_in(low: float, high: float, kind=int):
     return parse
 
 
-def date_bound(value: str) -> float:
-    from rag_search.dates import parse_bound
-
-    try:
-        return parse_bound(value)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-
 
 def build_parser() -> argparse.ArgumentParser:
     parser = cli.make_parser("search.py", __doc__, EPILOG)
@@ -49,8 +51,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--top-k", type=number_in(1, 100), default=5, metavar="N", help="number of results, 1-100 (default: 5)")
     parser.add_argument("--mode", choices=["hybrid", "dense", "lexical"], default="hybrid", help="ranking (default: hybrid)")
     parser.add_argument("--source", action="append", metavar="ID", help="only this source: 'personal' or a doc source id (repeatable)")
-    parser.add_argument("--since", type=date_bound, metavar="DATE", help="only chunks dated on or after DATE")
-    parser.add_argument("--until", type=date_bound, metavar="DATE", help="only chunks dated on or before DATE")
+    parser.add_argument("--since", type=cli.date_bound, metavar="DATE", help="only chunks dated on or after DATE")
+    parser.add_argument("--until", type=cli.date_bound, metavar="DATE", help="only chunks dated on or before DATE")
+    parser.add_argument("--type", action="append", dest="types", metavar="TYPE",
+                        help="only records of this type, e.g. decision, lesson_learned (repeatable: any of them)")
+    parser.add_argument("--tag", action="append", dest="tags", metavar="TAG",
+                        help="only records and notes carrying this whole tag (repeatable: every one of them)")
     parser.add_argument("--min-score", type=number_in(0.0, 1.0, float), metavar="S", help="drop results whose score is below S (0-1)")
     parser.add_argument("--per-file", type=number_in(0, 100), default=2, metavar="N",
                         help="at most N chunks per file (default 2, 0 = no limit)")
@@ -60,6 +66,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help="rank newer personal chunks higher; age DAYS halves the boost (default: config recency_half_life_days)")
     parser.add_argument("--rerank", action="store_true", help="reorder the top candidates with a local cross-encoder, if one is configured")
     parser.add_argument("--explain", action="store_true", help="add each result's ranks and scores per stage")
+    parser.add_argument("--no-refresh", action="store_true",
+                        help="do not bring in personal files changed since the index (see 'fresh at search time' below)")
     parser.add_argument("--format", choices=["json", "text"], default="json", help="json for agents (default), text for people")
     return parser
 
@@ -88,6 +96,8 @@ def search(args: argparse.Namespace) -> int:
         sources=args.source,
         since=args.since,
         until=args.until,
+        types=args.types,
+        tags=args.tags,
         min_score=args.min_score,
         per_file=args.per_file,
         max_tokens=args.max_tokens,
@@ -111,11 +121,30 @@ def search(args: argparse.Namespace) -> int:
             for store in stores.values():
                 store.close()
 
+    stale = freshen(settings) if args.index != "docs" and settings.server is None and not args.no_refresh else None
     # The parent embeds the query while the child opens ChromaDB (half a second of imports).
     result = run_isolated(read_index, lambda: query_embedder(settings.data_dir, model).embed([args.query])[0])
     payload = output.result_payload(result, metadata_only=args.metadata_only, explain=args.explain)
+    if stale:
+        payload["stale"] = stale
     print(output.to_json(payload) if args.format == "json" else output.to_text(payload))
     return 0
+
+
+def freshen(settings) -> dict | None:
+    """Bring personal files changed since the index in before searching (a few, if the index is free this instant);
+    otherwise the staleness to report. The index is written in a child process, like it is read."""
+    from rag_search.freshness import bring_in, find_changes, stale_report
+    from rag_search.isolation import run_isolated
+
+    changes = find_changes(settings)
+    if changes is None or not changes.count:
+        return None
+    if changes.small and run_isolated(lambda _: bring_in(settings, changes), lambda: None):
+        return None
+    print(f"note: {changes.count} personal file(s) changed since the index was built ({changes.since}) and are not "
+          "searched yet (hint: refresh with scripts/index_personal.py)", file=sys.stderr)
+    return stale_report(changes)
 
 
 if __name__ == "__main__":

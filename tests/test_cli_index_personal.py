@@ -171,3 +171,49 @@ def test_files_of_a_root_not_named_in_a_run_are_kept(state_dir, tmp_path):
     summary = index(data, state_dir).json
     assert summary["deleted"] == 0
     assert "extra.md" in files_in_store(data)
+
+
+def test_roots_named_once_are_refreshed_by_a_plain_run(state_dir, tmp_path):
+    """`index_personal.py ~/.claude/state ~/notes` then `index_personal.py` (the timer) keeps and refreshes both."""
+    data = tmp_path / "data"
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "extra.md").write_text("# Extra\nanother root")
+    assert index(data, state_dir, notes).code == 0
+    (notes / "later.md").write_text("# Later\nwritten after the first run")
+    plain = run_script("index_personal.py", "--data-dir", data)
+    assert plain.code == 0, plain
+    assert plain.json["roots"] == [str(notes), str(state_dir)]
+    assert plain.json["deleted"] == 0 and plain.json["added"] == 1
+    assert {"extra.md", "later.md", "notes/argocd-setup.md"} <= set(files_in_store(data))
+
+
+def test_a_missing_root_is_skipped_with_a_warning_and_keeps_its_chunks(state_dir, tmp_path):
+    data = tmp_path / "data"
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    (disk / "on-disk.md").write_text("# On the disk\nunplugged at night")
+    assert index(data, state_dir, disk).code == 0
+    disk.rename(tmp_path / "unplugged")
+    (state_dir / "new.md").write_text("# New\nthe other root is still refreshed")
+    plain = run_script("index_personal.py", "--data-dir", data)
+    assert plain.code == 0, plain
+    assert plain.json["missing_roots"] == [str(disk)] and plain.json["roots"] == [str(state_dir)]
+    assert f"personal root {disk} is missing" in plain.stderr and "--forget" in plain.stderr
+    assert {"on-disk.md", "new.md"} <= set(files_in_store(data))
+
+
+def test_forget_removes_a_root_and_its_chunks(state_dir, tmp_path):
+    data = tmp_path / "data"
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "extra.md").write_text("# Extra\nanother root")
+    assert index(data, state_dir, notes).code == 0
+    forgotten = run_script("index_personal.py", "--data-dir", data, "--forget", notes)
+    assert forgotten.code == 0, forgotten
+    assert forgotten.json["forgotten"] == [str(notes)] and forgotten.json["chunks_removed"] == 1
+    assert forgotten.json["roots"] == [str(state_dir)]
+    assert "extra.md" not in files_in_store(data)
+    assert run_script("index_personal.py", "--data-dir", data).json["roots"] == [str(state_dir)]
+    unknown = run_script("index_personal.py", "--data-dir", data, "--forget", tmp_path / "never-indexed")
+    assert unknown.code == 6 and "is not a root of the personal index" in unknown.stderr

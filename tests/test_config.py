@@ -41,6 +41,7 @@ def test_roots_precedence_cli_then_env_then_config_then_default(isolated_home, m
         ("sources", "RAG_SEARCH_SOURCES", "sources", "registry", str(DEFAULT_REGISTRY)),
         (None, "RAG_SEARCH_MODEL", "model", "model_dir", None),
         (None, "RAG_SEARCH_RERANK_MODEL", "rerank_model", "rerank_model", None),
+        ("memory_file", "RAG_SEARCH_MEMORY_FILE", "memory_file", "memory_file", "{home}/.claude/state/memory/memory.json"),
     ],
 )
 def test_flag_beats_env_beats_file_beats_default(flag, env_name, key, attribute, default, isolated_home, monkeypatch):
@@ -123,3 +124,8 @@ def test_malformed_config_is_an_error(isolated_home, content, message):
 def test_unknown_keys_are_warned_about(isolated_home):
     write_config(isolated_home, {"personal_root": ["typo"]})
     assert "unknown key 'personal_root'" in load_settings().warnings[0]
+
+
+def test_the_default_memory_file_is_under_the_first_personal_root(isolated_home, monkeypatch):
+    monkeypatch.setenv("RAG_SEARCH_PERSONAL_DIRS", "~/notes,~/state")
+    assert load_settings().memory_file == isolated_home / "notes" / "memory" / "memory.json"

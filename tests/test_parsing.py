@@ -58,13 +58,15 @@ def test_malformed_front_matter_loses_its_metadata_but_never_the_body():
     "---\n\nA note that opens with a rule.\n\n---\n\nAnd goes on.\n",
     "---\nNo closing rule follows, so this is prose.\n",
     "---\n\n- a list\n- of items\n\n---\nafter\n",
+    "---\n\n## A heading between rules\nand a paragraph\n\n---\n\nmore text\n",
+    "---\n",
 ])
 def test_a_note_opening_with_a_horizontal_rule_keeps_all_its_text(text):
     parsed = parse("markdown", text, "note.md")
     assert parsed.warnings == []
     assert parsed.metadata == {"title": "note"}
-    body = "\n".join(s.text for s in parsed.sections)
-    for line in filter(None, (line.strip() for line in text.splitlines())):
+    body = "\n".join(" > ".join(s.path) + "\n" + s.text for s in parsed.sections)  # headings are kept as paths
+    for line in filter(None, (line.strip().lstrip("# ") for line in text.splitlines())):
         assert line in body
 
 
@@ -92,14 +94,60 @@ def test_the_description_becomes_the_first_section_unless_the_page_opens_with_it
     assert [s.text for s in same.sections] == ["How to upgrade safely. More."]
 
 
-def test_json_object_gives_one_record_per_key_and_one_per_array_element():
+# A memory entry as ralph-memory writes them (../shared/prior-art/002_a05f426456dc6cfa.txt).
+ENTRY = {"id": "mem_a1b2c3", "loopId": "abc123", "iteration": 2, "createdAt": "2026-04-01T10:42:00Z", "type": "failure_pattern",
+         "lesson": "Auth mocks must be initialized inside beforeEach, not at module scope",
+         "context": "src/auth/auth.test.ts iteration 2 failure", "tags": ["auth", "mocks", "jest"], "confidence": 0.9}
+ENTRY_METADATA = {"record_id": "mem_a1b2c3", "loop_id": "abc123", "iteration": 2, "date": "2026-04-01T10:42:00Z", "type": "failure_pattern",
+                  "context": "src/auth/auth.test.ts iteration 2 failure", "tags": ["auth", "mocks", "jest"], "confidence": 0.9}
+
+
+def _without_ts(metadata: dict) -> dict:
+    return {key: value for key, value in metadata.items() if key != "date_ts"}
+
+
+def test_a_file_holding_one_memory_entry_is_one_record_with_its_fields_as_metadata():
+    sections = parse("json", json.dumps(ENTRY), "m-011.json").sections
+    assert len(sections) == 1
+    assert sections[0].path == ["m-011.json"]
+    assert "lesson: Auth mocks must be initialized inside beforeEach" in sections[0].text
+    assert "tags: auth, mocks, jest" in sections[0].text and "confidence: 0.9" in sections[0].text
+    assert _without_ts(sections[0].metadata) == ENTRY_METADATA
+    assert sections[0].metadata["date_ts"] == 1775040120.0
+
+
+def test_an_array_of_memory_entries_is_one_record_each():
+    second = {**ENTRY, "id": "mem_c3d4", "type": "lesson_learned", "lesson": "Use jest.resetAllMocks() in afterEach"}
+    sections = parse("json", json.dumps([ENTRY, second]), "memory.json").sections
+    assert [s.path for s in sections] == [["memory.json", "[0]"], ["memory.json", "[1]"]]
+    assert [s.metadata["record_id"] for s in sections] == ["mem_a1b2c3", "mem_c3d4"]
+    assert sections[1].metadata["type"] == "lesson_learned"
+
+
+def test_an_object_of_memory_entries_is_one_record_each():
+    data = {"mem_a1": ENTRY, "mem_b2": {**ENTRY, "id": "mem_b2", "lesson": "Pin buildx to 0.12"}}
+    sections = parse("json", json.dumps(data), "memory.json").sections
+    assert [s.path for s in sections] == [["memory.json", "mem_a1"], ["memory.json", "mem_b2"]]
+    assert "lesson: Pin buildx to 0.12" in sections[1].text
+    assert _without_ts(sections[0].metadata) == ENTRY_METADATA
+
+
+def test_entries_under_a_key_of_a_memory_file_are_one_record_each():
+    data = {"version": 2, "updated": "2026-04-02", "entries": [ENTRY]}
+    sections = parse("json", json.dumps(data), "memory.json").sections
+    assert [s.path for s in sections] == [["memory.json", "version"], ["memory.json", "updated"], ["memory.json", "entries[0]"]]
+    assert _without_ts(sections[2].metadata) == ENTRY_METADATA
+
+
+def test_a_nested_knowledge_object_keeps_one_record_per_key_and_opens_lists_of_records():
     data = {
         "decisions": [
-            {"id": "d1", "date": "2025-01-15", "type": "decision", "decision": "A", "tags": ["x", "y"], "confidence": 0.9},
-            {"id": "d2", "createdAt": "2025-02-01T10:00:00Z", "decision": "B", "context": "k8s setup"},
+            {"id": "d1", "date": "2025-01-15", "type": "decision", "decision": "A", "tags": ["X", "#y"], "confidence": 0.9},
+            {"id": "d2", "createdAt": "2025-02-01T10:00:00Z", "decision": "B", "context": "k8s setup", "status": "accepted"},
         ],
         "shell": "zsh",
         "editor": {"name": "neovim", "plugins": ["lazy", "telescope"]},
+        "kubernetes": {"cluster": {"name": "homelab", "nodes": 3}, "ingress": {"controller": "traefik"}},
     }
     sections = parse("json", json.dumps(data), "kb.json").sections
     assert [s.path for s in sections] == [
@@ -107,30 +155,56 @@ def test_json_object_gives_one_record_per_key_and_one_per_array_element():
         ["kb.json", "decisions[1]"],
         ["kb.json", "shell"],
         ["kb.json", "editor"],
+        ["kb.json", "kubernetes.cluster"],
+        ["kb.json", "kubernetes.ingress"],
     ]
-    first = sections[0]
-    assert "decision: A" in first.text and "tags: x, y" in first.text
-    assert first.metadata == {
-        "date": "2025-01-15",
-        "date_ts": first.metadata["date_ts"],
-        "type": "decision",
-        "record_id": "d1",
-        "confidence": 0.9,
-        "tags": ["x", "y"],
-    }
-    assert sections[1].metadata["date"] == "2025-02-01T10:00:00Z"
-    assert sections[1].metadata["context"] == "k8s setup"
     assert sections[2].text == "zsh"
+    first = sections[0]
+    assert "decision: A" in first.text and "tags: X, #y" in first.text
+    assert _without_ts(first.metadata) == {"date": "2025-01-15", "type": "decision", "record_id": "d1", "confidence": 0.9,
+                                           "tags": ["x", "y"]}
+    assert _without_ts(sections[1].metadata) == {"date": "2025-02-01T10:00:00Z", "record_id": "d2", "context": "k8s setup",
+                                                 "status": "accepted"}
     assert sections[3].text == "name: neovim\nplugins: lazy, telescope"
 
 
-def test_json_array_of_memory_entries_and_mapping_of_records():
-    entries = [{"id": "mem_1", "lesson": "L1", "type": "failure_pattern"}, {"id": "mem_2", "lesson": "L2"}]
-    sections = parse("json", json.dumps(entries), "memory.json").sections
-    assert [s.path[-1] for s in sections] == ["[0]", "[1]"]
-    assert sections[0].metadata["type"] == "failure_pattern"
-    keyed = {"prefs": {"editor": {"name": "vim"}, "shell": {"name": "zsh"}}}
-    assert [s.path[-1] for s in parse("json", json.dumps(keyed), "p.json").sections] == ["prefs.editor", "prefs.shell"]
+def test_a_small_flat_object_is_one_record_and_a_huge_one_is_not():
+    prefs = {"editor": "neovim", "shell": "zsh", "theme": "dark"}
+    sections = parse("json", json.dumps(prefs), "preferences.json").sections
+    assert [(s.path, s.text) for s in sections] == [(["preferences.json"], "editor: neovim\nshell: zsh\ntheme: dark")]
+    huge = {f"key{i}": i for i in range(100)}
+    assert len(parse("json", json.dumps(huge), "huge.json").sections) == 100
+
+
+@pytest.mark.parametrize("key", ["date", "createdAt", "created_at", "created", "ts", "timestamp", "time", "datetime",
+                                 "updatedAt", "updated_at", "updated", "modified"])
+def test_each_date_key_dates_the_record(key):
+    sections = parse("json", json.dumps({"id": "r1", "lesson": "x", key: "2025-03-04T05:06:07Z"}), "r.json").sections
+    assert sections[0].metadata["date"] == "2025-03-04T05:06:07Z"
+
+
+def test_the_first_date_key_in_order_of_preference_wins():
+    record = {"updated_at": "2025-06-01", "id": "r1", "createdAt": "2025-01-01", "lesson": "x"}
+    assert parse("json", json.dumps(record), "r.json").sections[0].metadata["date"] == "2025-01-01"
+
+
+@pytest.mark.parametrize("value, expected", [
+    (20250115, "2025-01-15"),  # YYYYMMDD
+    ("20250115", "2025-01-15"),
+    (1736899200, "2025-01-15T00:00:00Z"),  # epoch seconds
+    (1736899200000, "2025-01-15T00:00:00Z"),  # epoch milliseconds
+    (1736899200.5, "2025-01-15T00:00:00.500000Z"),
+])
+def test_numbers_are_read_as_dates_by_magnitude(value, expected):
+    metadata = parse("json", json.dumps({"id": "r1", "lesson": "x", "date": value}), "r.json").sections[0].metadata
+    assert metadata["date"] == expected
+    assert metadata["date_ts"] == pytest.approx(1736899200.0, abs=1)
+
+
+@pytest.mark.parametrize("value", [12, 20251399, "20251399", 3.5, True])
+def test_numbers_that_are_not_dates_leave_the_record_undated(value):
+    metadata = parse("json", json.dumps({"id": "r1", "lesson": "x", "time": value}), "r.json").sections[0].metadata
+    assert "date" not in metadata
 
 
 @pytest.mark.parametrize(

@@ -73,9 +73,9 @@ def test_shipped_service_runs_both_indexers_at_low_priority():
     lines = settings((SHIPPED / "rag-index.service").read_text())
     python = "%h/.claude/skills/rag-search/.venv/bin/python"
     assert [line for line in lines if line.startswith("ExecStart=")] == [
-        f"ExecStart={python} %h/.claude/skills/rag-search/scripts/index_docs.py --all --quiet --wait 3600",
+        f"ExecStart=-{python} %h/.claude/skills/rag-search/scripts/index_docs.py --all --quiet --wait 3600",
         f"ExecStart={python} %h/.claude/skills/rag-search/scripts/index_personal.py --quiet --wait 3600",
-    ]
+    ]  # "-": a failing docs step (a malformed sources.json) never keeps the personal index from being refreshed
     for setting in ("Type=oneshot", "SuccessExitStatus=9", "Nice=19", "CPUSchedulingPolicy=idle", "IOSchedulingClass=idle"):
         assert setting in lines
     assert any(line.startswith("TimeoutStartSec=") for line in lines)
@@ -97,7 +97,7 @@ def test_rendered_units_pass_systemd_analyze_verify(isolated_home, tmp_path, uni
     result = install("--unit-dir", unit_dir, "--data-dir", tmp_path / "data")
     assert result.code == 0, result
     service = (unit_dir / "rag-index.service").read_text()
-    assert f"ExecStart={PROJECT}/.venv/bin/python {PROJECT}/scripts/index_docs.py --all --quiet --wait 3600" in service
+    assert f"ExecStart=-{PROJECT}/.venv/bin/python {PROJECT}/scripts/index_docs.py --all --quiet --wait 3600" in service
     assert not any("%h" in line for line in settings(service))
     checked = verify([unit_dir / name for name in UNITS], isolated_home, tmp_path)
     assert (checked.returncode, checked.stderr) == (0, "")
@@ -118,6 +118,8 @@ def test_paths_with_spaces_and_specifier_characters_are_escaped(isolated_home, t
     service = (unit_dir / "rag-index.service").read_text()
     python, script = f"{tmp_path}/my skill %%z$x/.venv/bin/python", f"{tmp_path}/my skill %%z$$x/scripts/index_personal.py"
     assert f'ExecStart="{python}" "{script}" --quiet' in service
+    docs_script = f"{tmp_path}/my skill %%z$$x/scripts/index_docs.py"
+    assert f'ExecStart=-"{python}" "{docs_script}" --all' in service  # the prefix stays outside the quotes
     assert f'Environment="RAG_SEARCH_HOME={tmp_path}/data dir %%z$y\\"q\'"' in service
     assert "/my%%20skill%%20%%25z%%24x/references/timer.md" in service
     # An unescaped % would be an unknown specifier, a lone word a missing program: both make verify speak.

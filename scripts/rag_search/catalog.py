@@ -16,7 +16,7 @@ from .errors import FingerprintMismatch
 from .records import ChunkRecord, DocumentRecord, Filters
 
 # Part of the index fingerprint: a store with another schema is rebuilt, not migrated.
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5  # 5: record type and tags on chunks, for filters
 TABLES = ("documents", "chunks", "sources", "chunk_terms")
 _BATCH = 500  # SQLite's host parameters per statement stay well under its limit
 
@@ -39,7 +39,9 @@ CREATE TABLE IF NOT EXISTS chunks (
     ord         INTEGER NOT NULL,
     text_hash   TEXT NOT NULL,       -- hash of the embedded text: identical text, identical vector
     source_id   TEXT NOT NULL,       -- for filters
-    date_ts     REAL                 -- for filters and recency
+    date_ts     REAL,                -- for filters and recency
+    type        TEXT,                -- a record's type, for filters
+    tags        TEXT                 -- a record's or page's tags as ",a,b,", so a filter matches whole tags
 );
 CREATE INDEX IF NOT EXISTS chunks_by_doc ON chunks (doc_key);
 CREATE INDEX IF NOT EXISTS chunks_by_text ON chunks (text_hash);
@@ -97,6 +99,10 @@ class Catalog:
             params += [len(key_prefix), key_prefix]
         return {row[0]: DocumentRecord(*row[:7], json.loads(row[7]) if row[7] else None) for row in self._db.execute(query, params)}
 
+    def identities(self, source_id: str) -> dict[str, str | None]:
+        """Key -> identity of the documents of one source (cheaper than documents(): no state is decoded)."""
+        return dict(self._db.execute("SELECT key, identity FROM documents WHERE source_id = ?", (source_id,)))
+
     def source_ids(self) -> set[str]:
         """Every source with documents or saved state."""
         rows = self._db.execute("SELECT source_id FROM documents UNION SELECT source_id FROM sources")
@@ -138,8 +144,9 @@ class Catalog:
                 )
                 for chunk in chunks:
                     num = self._db.execute(
-                        "INSERT INTO chunks (id, doc_key, ord, text_hash, source_id, date_ts) VALUES (?, ?, ?, ?, ?, ?)",
-                        (chunk.id, record.key, chunk.ord, chunk.text_hash, chunk.source_id, chunk.date_ts),
+                        "INSERT INTO chunks (id, doc_key, ord, text_hash, source_id, date_ts, type, tags) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                        (chunk.id, record.key, chunk.ord, chunk.text_hash, chunk.source_id, chunk.date_ts,
+                         *_filter_columns(chunk.metadata)),
                     ).lastrowid
                     terms = " ".join(lexical.terms(chunk.embed_text))
                     self._db.execute("INSERT INTO chunk_terms (rowid, terms) VALUES (?, ?)", (num, terms))
@@ -202,6 +209,12 @@ class Catalog:
         if filters.until is not None:
             sql += " AND c.date_ts <= ?"
             params.append(filters.until)
+        if filters.types:
+            sql += f" AND c.type IN ({','.join('?' * len(filters.types))})"
+            params += filters.types
+        for tag in filters.tags:
+            sql += " AND instr(c.tags, ?) > 0"
+            params.append(f",{tag},")
         sql += " ORDER BY bm25(chunk_terms) LIMIT ?"
         params.append(limit)
         return [(row[0], float(row[1])) for row in self._db.execute(sql, params)]
@@ -214,3 +227,10 @@ class Catalog:
         self._db.execute("DELETE FROM chunk_terms WHERE rowid IN (SELECT num FROM chunks WHERE doc_key = ?)", (key,))
         self._db.execute("DELETE FROM chunks WHERE doc_key = ?", (key,))
         self._db.execute("DELETE FROM documents WHERE key = ?", (key,))
+
+
+def _filter_columns(metadata: dict) -> tuple[str | None, str | None]:
+    """A chunk's record type, and its tags as ",a,b," (a filter then matches ",tag," and never part of a tag)."""
+    tags = metadata.get("tags")
+    kind = metadata.get("type")
+    return (kind if isinstance(kind, str) else None), ("," + ",".join(tags) + "," if isinstance(tags, list) and tags else None)

@@ -14,7 +14,7 @@ from .embedding import TokenCounter
 from .parsing import Section
 
 # Bump when chunk boundaries or embedded text change: it is part of the index fingerprint.
-CHUNKER_VERSION = "4"  # 4: secrets redacted after decoding (gitleaks rules); front-matter-only pages, description chunks, includes resolved
+CHUNKER_VERSION = "5"  # 5: JSON records by shape (a memory entry is one chunk), record dates by magnitude, tags normalised
 DEFAULT_OVERLAP = 32
 WINDOW_CHARS = 256 * 1024  # text tokenized at once: bounds the memory a huge section takes
 WINDOW_MARGIN = 16  # word pieces kept clear of a window's end, where a word may be cut in two

@@ -63,6 +63,16 @@ def add_index_run_arguments(parser: argparse.ArgumentParser, allow_shrink: bool 
         )
 
 
+def date_bound(value: str) -> float:
+    """An argparse type: --since/--until values as epoch seconds (dates.parse_bound)."""
+    from .dates import parse_bound
+
+    try:
+        return parse_bound(value)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def settings(args: argparse.Namespace, **extra) -> Settings:
     """The settings for this command line: its flags over the environment, the config file and the defaults."""
     return load_settings(data_dir=args.data_dir, chroma_url=getattr(args, "chroma_url", None), sources=getattr(args, "sources", None),

@@ -27,7 +27,8 @@ LIMITS = {
     "web_timeout_seconds": 20,
     "web_max_page_bytes": 5 * 1024 * 1024,
 }
-PATH_KEYS = ("data_dir", "sources", "model", "rerank_model")
+PATH_KEYS = ("data_dir", "sources", "model", "rerank_model", "memory_file")
+MEMORY_FILE = Path("memory") / "memory.json"  # under the first personal root, unless set
 KNOWN_KEYS = {"personal_roots", "ignore_patterns", "recency_half_life_days", "chroma_url", *PATH_KEYS, *LIMITS}
 
 
@@ -57,6 +58,7 @@ class Settings:
     rerank_model: Path | None
     personal_roots: tuple[Path, ...]
     roots_origin: str  # where personal_roots came from, for the log
+    memory_file: Path  # where memory.py keeps the agent's memory entries
     ignore_patterns: tuple[str, ...] = ()
     max_file_bytes: int = LIMITS["max_file_bytes"]
     max_records_per_file: int = LIMITS["max_records_per_file"]
@@ -76,6 +78,7 @@ def load_settings(
     roots: list[str] | tuple = (),
     wait: float | None = None,
     recency_half_life: float | None = None,
+    memory_file: str | None = None,
     environ: dict | None = None,
 ) -> Settings:
     """All settings from the flags given, the environment and the config file."""
@@ -89,6 +92,7 @@ def load_settings(
     model = first(None, "RAG_SEARCH_MODEL", "model")
     rerank = first(None, "RAG_SEARCH_RERANK_MODEL", "rerank_model")
     personal, origin = _personal_roots(list(roots), env.get("RAG_SEARCH_PERSONAL_DIRS", ""), file, config_file)
+    memory = first(memory_file, "RAG_SEARCH_MEMORY_FILE", "memory_file")
     return Settings(
         data_dir=expand(first(data_dir, "RAG_SEARCH_HOME", "data_dir") or DEFAULT_DATA_DIR),
         server=chroma_server(first(chroma_url, "RAG_SEARCH_CHROMA_URL", "chroma_url"), env.get("RAG_SEARCH_CHROMA_HEADERS", "")),
@@ -98,6 +102,7 @@ def load_settings(
         rerank_model=expand(rerank) if rerank else None,
         personal_roots=personal,
         roots_origin=origin,
+        memory_file=expand(memory) if memory else personal[0] / MEMORY_FILE,
         ignore_patterns=tuple(file.get("ignore_patterns", ())),
         recency_half_life_days=recency_half_life or file.get("recency_half_life_days"),
         wait_seconds=DEFAULT_WAIT_SECONDS if wait is None else wait,

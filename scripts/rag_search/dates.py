@@ -8,6 +8,10 @@ import datetime as dt
 import re
 
 _ISO_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+_COMPACT_DATE = re.compile(r"^\d{8}$")
+# YYYYMMDD numbers from 1900 to 2199; as epoch seconds these would be a few months of 1970, which no note is dated.
+COMPACT_DATES = (19000101, 21991231)
+MIN_EPOCH = 1e8  # 1973-03-03 in epoch seconds
 _RELATIVE = re.compile(r"^(\d+)\s*([dwmy])$")
 
 
@@ -15,7 +19,7 @@ def normalize(value) -> tuple[str, float] | None:
     """(iso text, epoch seconds) for a date-like value, or None if it is not one.
 
     Accepts date/datetime objects (YAML front matter), ISO 8601 strings with or
-    without time and zone, and epoch numbers in seconds or milliseconds.
+    without time and zone, and numbers read by magnitude (_from_number).
     """
     if isinstance(value, bool):
         return None
@@ -25,14 +29,11 @@ def normalize(value) -> tuple[str, float] | None:
     if isinstance(value, dt.date):
         return value.isoformat(), _midnight(value).timestamp()
     if isinstance(value, (int, float)):
-        seconds = value / 1000 if value > 1e11 else value
-        try:
-            moment = dt.datetime.fromtimestamp(seconds, tz=dt.UTC)
-        except (OverflowError, OSError, ValueError):
-            return None
-        return moment.isoformat().replace("+00:00", "Z"), float(seconds)
+        return _from_number(value)
     if isinstance(value, str):
         text = value.strip()
+        if _COMPACT_DATE.match(text):
+            return _compact_date(int(text))
         if _ISO_DATE.match(text):
             try:
                 return text, _midnight(dt.date.fromisoformat(text)).timestamp()
@@ -46,6 +47,31 @@ def normalize(value) -> tuple[str, float] | None:
             moment = moment.replace(tzinfo=dt.UTC)
         return text, moment.timestamp()
     return None
+
+
+def _from_number(value: float) -> tuple[str, float] | None:
+    """A number as a date, by its magnitude: YYYYMMDD (20250115), else epoch seconds, milliseconds or microseconds.
+
+    Below MIN_EPOCH a number is a count or a duration (`"time": 12`), not a date.
+    """
+    if COMPACT_DATES[0] <= value <= COMPACT_DATES[1] and float(value).is_integer():
+        return _compact_date(int(value))
+    if value < MIN_EPOCH:
+        return None
+    seconds = value / 1e6 if value > 1e14 else value / 1000 if value > 1e11 else value
+    try:
+        moment = dt.datetime.fromtimestamp(seconds, tz=dt.UTC)
+    except (OverflowError, OSError, ValueError):
+        return None
+    return moment.isoformat().replace("+00:00", "Z"), float(seconds)
+
+
+def _compact_date(number: int) -> tuple[str, float] | None:
+    try:
+        day = dt.date(number // 10000, number // 100 % 100, number % 100)
+    except ValueError:
+        return None
+    return day.isoformat(), _midnight(day).timestamp()
 
 
 def parse_bound(text: str, now: dt.datetime | None = None) -> float:

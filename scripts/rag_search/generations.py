@@ -63,6 +63,14 @@ def published(root: Path) -> tuple[str | None, str | None]:
     return complete[-1], f"{root / CURRENT} {problem}; using {complete[-1]}, the newest complete generation"
 
 
+def published_at(folder: Path) -> str:
+    """When the generation in `folder` was published (ISO time), from its marker."""
+    try:
+        return json.loads((folder / MARKER).read_text())["published"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return dates.from_timestamp(folder.stat().st_mtime)[0]
+
+
 def complete_generations(root: Path) -> list[str]:
     """Names of the generations that were published (or installed) whole, oldest first."""
     folder = root / GENERATIONS

@@ -1,7 +1,8 @@
 """From a file's text to sections: the logical units a reader would cite.
 
 Markdown splits on headings (front matter becomes metadata); JSON splits into
-records (one per top-level key, one per element of an array of records); JSONL
+records recognised by shape (a memory entry is one record, never one section per
+field; see _records), whose fields (type, tags, date…) become metadata; JSONL
 is one record per line; anything else is one section of plain text. Sizing the
 sections to the model's window is chunking.py's job.
 """
@@ -21,9 +22,18 @@ TEXT_SUFFIXES = {".txt", ".text", ".yaml", ".yml", ".rst", ".org"}
 SUPPORTED_SUFFIXES = MARKDOWN_SUFFIXES | JSON_SUFFIXES | JSONL_SUFFIXES | TEXT_SUFFIXES
 
 # Record fields whose value is a date, in order of preference.
-DATE_KEYS = ("date", "createdAt", "created_at", "created", "timestamp", "updatedAt", "updated_at", "updated")
-# Record fields kept as chunk metadata (renamed where they would clash with ours).
-RECORD_FIELDS = {"type": "type", "context": "context", "status": "status", "category": "category", "id": "record_id"}
+DATE_KEYS = ("date", "createdAt", "created_at", "created", "ts", "timestamp", "time", "datetime", "updatedAt", "updated_at",
+             "updated", "modifiedAt", "modified_at", "modified", "lastmod")
+# Record fields kept as chunk metadata, under our names.
+RECORD_FIELDS = {"type": "type", "context": "context", "status": "status", "category": "category", "id": "record_id",
+                 "loopId": "loop_id", "loop_id": "loop_id", "iteration": "iteration"}
+# Keys that mark an object as a record (a memory entry, a decision, a log line), not a tree of knowledge.
+RECORD_KEYS = frozenset({"id", "type", "kind", "lesson", "decision", "context", "tags", "title", "summary", "status", "pattern",
+                         "rationale", "reason", "description", "note", "notes", "content", "text", "message", "body",
+                         "confidence", "loopid", "loop_id", "iteration", "outcome", "question", "answer", "name", "value"}
+                        | {key.lower() for key in DATE_KEYS})
+SHORT_LIST = 20  # a list of at most this many scalars is a record's field (tags), not a collection
+SMALL_RECORD = 50  # an object of at most this many scalar fields is one record even without a record-like key
 MAX_FIELD_CHARS = 200
 MAX_RENDER_DEPTH = 24
 
@@ -285,20 +295,49 @@ def parse_jsonl(text: str, name: str) -> ParsedFile:
 
 
 def _records(data) -> list[tuple[str, object]]:
-    """The logical records of a JSON document, each with its key path."""
+    """The logical records of a JSON document, each with its key path ("" for the document itself).
+
+    A record (is_record) is one unit, never split into its fields; an array is one unit per
+    element, an object of records one unit per record. Any other object (a tree of knowledge
+    such as kb.json) is one unit per key, with lists and objects of objects opened one level.
+    """
+    if is_record(data) or not isinstance(data, (dict, list)):
+        return [("", data)]
     if isinstance(data, list):
         return [(f"[{i}]", item) for i, item in enumerate(data)]
-    if not isinstance(data, dict):
-        return [("", data)]
     records: list[tuple[str, object]] = []
     for key, value in data.items():
-        if isinstance(value, list) and value and all(isinstance(item, dict) for item in value):
+        if _holds_objects(value) and isinstance(value, list):
             records.extend((f"{key}[{i}]", item) for i, item in enumerate(value))
-        elif isinstance(value, dict) and value and all(isinstance(item, dict) for item in value.values()):
+        elif _holds_objects(value):
             records.extend((f"{key}.{sub}", item) for sub, item in value.items())
         else:
-            records.append((key, value))
+            records.append((str(key), value))
     return records
+
+
+def is_record(value) -> bool:
+    """An object that reads as one record: a record-like key (id, type, lesson, a date…) and mostly scalar or short-list
+    values, or a small object of nothing but such values (a preferences file)."""
+    if not isinstance(value, dict) or not value or any(_holds_objects(item) for item in value.values()):
+        return False  # not an object, or a container of records (`{"version": 2, "entries": [...]}`)
+    fields = sum(1 for item in value.values() if _is_field(item))
+    if 1 < len(value) <= SMALL_RECORD and fields == len(value):
+        return True
+    return any(str(key).lower() in RECORD_KEYS for key in value) and fields * 3 >= len(value) * 2
+
+
+def _holds_objects(value) -> bool:
+    """A non-empty list of objects, or an object of objects: a collection of records."""
+    items = value if isinstance(value, list) else list(value.values()) if isinstance(value, dict) else []
+    return bool(items) and all(isinstance(item, dict) for item in items)
+
+
+def _is_field(value) -> bool:
+    """A scalar, or a short list of scalars (tags)."""
+    if isinstance(value, list):
+        return len(value) <= SHORT_LIST and all(not isinstance(item, (dict, list)) for item in value)
+    return not isinstance(value, dict)
 
 
 def _record_sections(records: list[tuple[str, object]], name: str) -> list[Section]:
@@ -331,7 +370,7 @@ def render(value, prefix: str = "", depth: int = 0) -> list[str]:
 
 
 def record_metadata(value) -> dict:
-    """Fields of a record worth filtering or citing by: date, type, tags, context, confidence…"""
+    """Fields of a record worth filtering or citing by: date, type, tags, context, confidence, loop and iteration…"""
     if not isinstance(value, dict):
         return {}
     metadata: dict = {}
@@ -342,7 +381,9 @@ def record_metadata(value) -> dict:
             break
     for key, target in RECORD_FIELDS.items():
         item = value.get(key)
-        if isinstance(item, (str, int, float)) and not isinstance(item, bool) and str(item).strip():
+        if isinstance(item, int) and not isinstance(item, bool) and target == "iteration":
+            metadata[target] = item
+        elif isinstance(item, (str, int, float)) and not isinstance(item, bool) and str(item).strip():
             metadata[target] = str(item).strip()[:MAX_FIELD_CHARS]
     confidence = value.get("confidence")
     if isinstance(confidence, (int, float)) and not isinstance(confidence, bool):
@@ -354,11 +395,18 @@ def record_metadata(value) -> dict:
 
 
 def _tags(value) -> list[str]:
+    """Tags as filters match them: trimmed, lower case, without a leading '#', each once."""
     if isinstance(value, str):
         value = value.split(",")
     if not isinstance(value, list):
         return []
-    return [str(tag).strip()[:MAX_FIELD_CHARS] for tag in value if isinstance(tag, (str, int)) and str(tag).strip()]
+    tags = (normalize_tag(str(tag)) for tag in value if isinstance(tag, (str, int)) and not isinstance(tag, bool))
+    return list(dict.fromkeys(tag for tag in tags if tag))
+
+
+def normalize_tag(tag: str) -> str:
+    """A tag as stored and as --tag matches it: `#Docker ` is `docker` (commas separate tags, so none is kept inside one)."""
+    return tag.replace(",", " ").strip().lstrip("#").strip().lower()[:MAX_FIELD_CHARS]
 
 
 def _scalar(value) -> str:

@@ -22,6 +22,16 @@ class DocumentRecord:
 
 
 @dataclass
+class IndexedFiles:
+    """What a published index holds of one source: each document's cheap identity, the source's state, and when it was
+    published. Read from the catalog alone, for checks that must not pay for opening the vectors (freshness, roots)."""
+
+    identities: dict[str, str | None]  # document key -> identity ("size:mtime_ns" for files)
+    state: dict | None
+    published: str  # ISO time the generation was published
+
+
+@dataclass
 class ChunkRecord:
     """One chunk as written: its id, text, what was embedded, and its metadata."""
 
@@ -64,11 +74,13 @@ class Hit:
 
 @dataclass(frozen=True)
 class Filters:
-    """What a search may return: these sources, dated within these bounds."""
+    """What a search may return: these sources, dated within these bounds, records of these types carrying these tags."""
 
     sources: tuple[str, ...] = ()
     since: float | None = None  # epoch seconds, on the chunk's date
     until: float | None = None
+    types: tuple[str, ...] = ()  # any of these record types
+    tags: tuple[str, ...] = ()  # every one of these tags (normalised: parsing.normalize_tag)
 
     def __bool__(self) -> bool:
-        return bool(self.sources) or self.since is not None or self.until is not None
+        return bool(self.sources or self.types or self.tags) or self.since is not None or self.until is not None

@@ -26,6 +26,7 @@ from . import lexical
 from .config import Settings
 from .embedding import find_model, query_embedder
 from .errors import IndexNotBuilt
+from .parsing import normalize_tag
 from .records import Filters, Hit
 from .store import COLLECTIONS, INDEX_COMMANDS, Store, fingerprint
 
@@ -42,6 +43,8 @@ class SearchOptions:
     sources: list[str] | None = None  # source ids: "personal" or doc source ids
     since: float | None = None  # epoch seconds, on the chunk's date
     until: float | None = None
+    types: list[str] | None = None  # record types, any of them
+    tags: list[str] | None = None  # tags, every one of them
     min_score: float | None = None  # on the cosine score
     per_file: int = 2  # at most this many chunks of one file; 0 = no limit
     max_tokens: int | None = None  # budget for the text of all results
@@ -57,7 +60,8 @@ class SearchOptions:
 
     @property
     def filters(self) -> Filters:
-        return Filters(tuple(self.sources or ()), self.since, self.until)
+        return Filters(tuple(self.sources or ()), self.since, self.until, tuple(self.types or ()),
+                       tuple(normalize_tag(tag) for tag in self.tags or ()))
 
 
 @dataclass

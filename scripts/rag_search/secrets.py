@@ -22,6 +22,7 @@ secret key, and base64 images: see secret_rules.is_placeholder.
 import fnmatch
 import json
 import logging
+import re
 from collections import Counter
 
 from .secret_rules import (
@@ -49,10 +50,12 @@ NAMED_SECRET_FILES = 5  # the warning names the files when there are at most thi
 KEPT_METADATA = frozenset({"content_hash", "indexed_at", "date", "date_ts", "kind", "source", "source_id", "chunk_index"})
 
 
+_SECRET_FILE = re.compile("|".join(fnmatch.translate(pattern) for pattern in SECRET_FILE_PATTERNS))  # one match a name: walks are hot
+
+
 def is_secret_file(name: str) -> bool:
     """True for files that exist to hold credentials: never indexed, and no ignore rule can re-include them."""
-    name = name.lower()
-    return any(fnmatch.fnmatchcase(name, pattern) for pattern in SECRET_FILE_PATTERNS)
+    return _SECRET_FILE.match(name.lower()) is not None
 
 
 def redact(text: str, documentation: bool = False) -> tuple[str, dict[str, int]]:

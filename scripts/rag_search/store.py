@@ -44,7 +44,7 @@ from .embedding import ModelInfo
 from .errors import DiskFull, FingerprintMismatch, IndexNotBuilt, IndexWriteError, RagSearchError, StoreError, is_disk_full, one_line
 from .generations import INDEX_COMMANDS
 from .locking import exclusive_lock
-from .records import ChunkRecord, DocumentRecord, Filters, Hit, StoredChunk
+from .records import ChunkRecord, DocumentRecord, Filters, Hit, IndexedFiles, StoredChunk
 from .unpublished import UnpublishedVectors
 from .vectors import VectorIndex
 
@@ -213,6 +213,30 @@ class Store:
         self._vectors = self._catalog = self._unpublished = None
 
     @staticmethod
+    def indexed_files(settings: Settings, name: str, source_id: str) -> IndexedFiles | None:
+        """The documents of `source_id` in the published index of `name` with their identities, and the source's
+        state; None if it was never built. Reads only the catalog (milliseconds), under the readers' shared lock."""
+        root = settings.data_dir / name
+        if not root.is_dir() or generations.published(root)[0] is None:
+            return None  # never built (or the data dir is unusable, which the caller's own use reports)
+        folder, lock, _ = generations.open_for_reading(root)
+        try:
+            catalog = Catalog(folder / CATALOG, writable=False)
+            try:
+                identities = catalog.identities(source_id)
+                state = catalog.source_state(source_id)
+            finally:
+                catalog.close()
+            published = generations.published_at(folder)
+        except RagSearchError:
+            raise
+        except Exception as exc:
+            raise StoreError(f"the {name} index in {folder} cannot be read: {one_line(exc)}", hint=rebuild_hint(name)) from None
+        finally:
+            os.close(lock)
+        return IndexedFiles(identities, state, published)
+
+    @staticmethod
     def is_built(settings: Settings, name: str) -> bool:
         """Whether `name` has a published index (on a server: assumed, the server decides)."""
         return settings.server is not None or generations.published(settings.data_dir / name)[0] is not None
@@ -272,6 +296,11 @@ class Store:
         with self._reading():
             found = self._vectors.query(vector, depth, _where(filters))
         return [Hit(chunk_id, self.name, _clip(cosine), text, metadata) for chunk_id, text, metadata, cosine in found]
+
+    def matching(self, filters: Filters, limit: int = 10_000) -> list[StoredChunk]:
+        """Up to `limit` chunks that pass `filters`, in no order: records listed by their fields, without a query."""
+        with self._reading():
+            return [StoredChunk(chunk_id, text, metadata) for chunk_id, text, metadata in self._vectors.where(_where(filters), limit)]
 
     def keyword(self, match: str, depth: int, filters: Filters) -> list[tuple[str, float]]:
         """(chunk id, BM25 score) of the best keyword matches, best first."""
@@ -568,10 +597,13 @@ def _folder_size(folder: Path) -> int:
 
 
 def _where(filters: Filters) -> dict | None:
-    """The ChromaDB metadata filter for sources and dates."""
+    """The ChromaDB metadata filter for sources, dates, record types and tags (a tag matches a whole element of `tags`)."""
     clauses = []
     if filters.sources:
         clauses.append({"source_id": {"$in": list(filters.sources)}})
+    if filters.types:
+        clauses.append({"type": {"$in": list(filters.types)}})
+    clauses += [{"tags": {"$contains": tag}} for tag in filters.tags]
     if filters.since is not None:
         clauses.append({"date_ts": {"$gte": filters.since}})
     if filters.until is not None:

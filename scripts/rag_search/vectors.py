@@ -175,6 +175,14 @@ class VectorIndex:
                 return found
             offset += BATCH
 
+    def where(self, where: dict | None, limit: int) -> list[tuple[str, str, dict]]:
+        """(id, text, metadata) of up to `limit` chunks whose metadata passes `where`."""
+        if self.collection is None:
+            return []
+        page = self.collection.get(where=where, include=["documents", "metadatas"], limit=limit)
+        return [(chunk_id, text or "", dict(metadata or {})) for chunk_id, text, metadata in
+                zip(page["ids"], page["documents"], page["metadatas"], strict=True)]
+
     def vectors(self, ids: list[str]) -> dict[str, np.ndarray]:
         out: dict[str, np.ndarray] = {}
         for start in range(0, len(ids), BATCH):

@@ -3,6 +3,12 @@
 Each root is reconciled on its own (reconcile.py): a root that lists nothing,
 or less than half of what it had, fails without losing anything. Documents of
 roots not named in this run are left as they are.
+
+The index remembers its roots (in the personal source's state): a run without
+roots on its command line refreshes every remembered root and the configured
+ones, so a root named once is never dropped by the daily timer. A root that is
+missing (an unplugged disk) is skipped with a warning and keeps its chunks; only
+`--forget ROOT` removes a root and its chunks.
 """
 
 import logging
@@ -11,11 +17,11 @@ import time
 from pathlib import Path
 
 from ..config import Settings
-from ..errors import ConfigError, SourceFailed
+from ..errors import ConfigError, RagSearchError, SourceFailed
 from ..indexer import IndexWriter, Pipeline
 from ..reconcile import reconcile
 from ..store import Store
-from .files import folder_listing, walk_root
+from .files import FileEntry, WalkResult, folder_listing, walk_root
 
 log = logging.getLogger("rag_search")
 
@@ -24,21 +30,65 @@ SOURCE_ID = "personal"
 COUNTS = ("added", "updated", "unchanged", "moved", "deleted")
 
 
-def check_roots(roots: tuple[Path, ...], origin: str) -> list[Path]:
-    """Every root must be an existing folder; a root inside another is dropped."""
-    for root in roots:
-        if not root.is_dir():
-            raise ConfigError(
-                f"personal root {root} ({origin}) does not exist or is not a folder",
-                hint="create it, or pass roots on the command line / set RAG_SEARCH_PERSONAL_DIRS",
-            )
+def recorded_roots(settings: Settings) -> list[Path]:
+    """The roots the published personal index remembers (none before the first run, or when it cannot be read:
+    the run that rebuilds a damaged index must not fail on it)."""
+    try:
+        indexed = Store.indexed_files(settings, COLLECTION, SOURCE_ID)
+    except RagSearchError as exc:
+        log.warning("the roots the personal index remembers cannot be read (%s): using the configured roots", exc.message)
+        return []
+    return [Path(root) for root in ((indexed.state or {}).get("roots", []) if indexed else [])]
+
+
+def choose_roots(settings: Settings, recorded: list[Path]) -> tuple[list[Path], list[Path], str]:
+    """(roots to index, missing roots, where they came from).
+
+    Roots on the command line are indexed alone; otherwise the remembered roots and the
+    configured ones (the default root only when nothing is remembered). A missing root is
+    skipped with a warning; none existing at all is an error.
+    """
+    origin = settings.roots_origin
+    wanted = list(settings.personal_roots)
+    if origin != "command line" and recorded:
+        wanted = recorded if origin == "default" else [*recorded, *wanted]
+        origin = "the index" if origin == "default" else f"the index and {origin}"
+    wanted = list(dict.fromkeys(wanted))
+    missing = [root for root in wanted if not root.is_dir()]
+    existing = [root for root in wanted if root.is_dir()]
+    if not existing:
+        raise ConfigError(f"personal root {missing[0]} ({origin}) does not exist or is not a folder",
+                          hint="create it, or pass roots on the command line / set RAG_SEARCH_PERSONAL_DIRS")
+    for root in missing:
+        log.warning("personal root %s is missing or not a folder (an unplugged disk?): skipped, its chunks are kept; "
+                    "`index_personal.py --forget %s` removes it for good", root, root)
+    return _outermost(existing), missing, origin
+
+
+def _outermost(roots: list[Path]) -> list[Path]:
+    """The roots, less any inside another (indexed once, as part of the outer one), in path order."""
     kept: list[Path] = []
     for root in sorted(roots, key=lambda p: len(p.parts)):
         if any(root.is_relative_to(outer) for outer in kept):
             log.warning("root %s is inside another root: indexed once, as part of that root", root)
         else:
             kept.append(root)
-    return kept
+    return sorted(kept)
+
+
+def remember_roots(store: Store, roots: list[Path]) -> None:
+    """Record the roots the index holds, so a plain run refreshes them all."""
+    store.set_source_state(SOURCE_ID, {"roots": sorted({str(root) for root in roots})})
+
+
+def forget_root(store: Store, root: Path, recorded: list[Path]) -> int:
+    """Remove a root from the index: its chunks and its place among the remembered roots. Returns chunks removed."""
+    keys = list(store.documents(SOURCE_ID, key_prefix=f"{SOURCE_ID}:{root}{os.sep}"))
+    if root not in recorded and not keys:
+        known = ", ".join(str(path) for path in recorded) or "none"
+        raise ConfigError(f"{root} is not a root of the personal index", hint=f"its roots: {known}")
+    remember_roots(store, [path for path in recorded if path != root])
+    return store.remove(keys)
 
 
 def index_personal(store: Store, pipeline: Pipeline, roots: list[Path], settings: Settings,
@@ -75,3 +125,32 @@ def index_personal(store: Store, pipeline: Pipeline, roots: list[Path], settings
         "rebuilt": writer.rebuilt,
         "seconds": round(time.monotonic() - started, 2),
     }
+
+
+def index_files(store: Store, pipeline: Pipeline, settings: Settings, paths: list[Path], roots: list[Path]) -> dict:
+    """Bring these files (new, changed or deleted) in line in the personal collection without walking their roots:
+    what memory.py add and a search's freshness check need, in milliseconds plus the embedding of what changed."""
+    writer = IndexWriter(store, pipeline)
+    counts = dict.fromkeys(COUNTS, 0)
+    by_root: dict[Path, list[Path]] = {}
+    for path in paths:
+        by_root.setdefault(next((root for root in roots if path.is_relative_to(root)), path.parent), []).append(path)
+    for root, files in by_root.items():
+        keys = {f"{SOURCE_ID}:{path}" for path in files}
+        known = {key: record for key, record in store.documents(SOURCE_ID, key_prefix=f"{SOURCE_ID}:{root}{os.sep}").items()
+                 if key in keys}
+        entries = [entry for entry in (_file_entry(root, path) for path in files) if entry is not None]
+        report = reconcile(writer, known, folder_listing(WalkResult(root, files=entries), SOURCE_ID, settings.max_file_bytes),
+                           str(root), allow_shrink=True, quiet=True)
+        for name in COUNTS:
+            counts[name] += report.counts[name]
+    return {**counts, "chunks_added": writer.stats.chunks_added, "chunks_removed": writer.stats.chunks_removed}
+
+
+def _file_entry(root: Path, path: Path) -> FileEntry | None:
+    """The file as a walk would list it; None if it is gone (or no longer a regular file)."""
+    try:
+        info = path.stat()
+    except OSError:
+        return None
+    return FileEntry(root, path.relative_to(root).as_posix(), path, info.st_size, info.st_mtime_ns) if path.is_file() else None
