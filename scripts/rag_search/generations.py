@@ -63,6 +63,14 @@ def published(root: Path) -> tuple[str | None, str | None]:
     return complete[-1], f"{root / CURRENT} {problem}; using {complete[-1]}, the newest complete generation"
 
 
+def published_at(folder: Path) -> str | None:
+    """When the generation in `folder` was published (ISO 8601 UTC), from its marker; None if unreadable."""
+    try:
+        return json.loads((folder / MARKER).read_text(encoding="utf-8")).get("published")
+    except (OSError, ValueError, AttributeError):
+        return None
+
+
 def complete_generations(root: Path) -> list[str]:
     """Names of the generations that were published (or installed) whole, oldest first."""
     folder = root / GENERATIONS
