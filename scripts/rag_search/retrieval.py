@@ -99,18 +99,19 @@ def check_query(query: str) -> str:
     return query
 
 
-def open_store(settings: Settings, name: str, expected: dict) -> Store:
-    """The published index of one collection, checked against the model's fingerprint."""
+def open_store(settings: Settings, name: str, expected: dict | None) -> Store:
+    """The published index of one collection, checked against the model's fingerprint (unless None: reading text back)."""
     store = Store.open_for_reading(settings, name)
     try:
-        store.check_fingerprint(expected)
+        if expected is not None:
+            store.check_fingerprint(expected)
     except BaseException:
         store.close()
         raise
     return store
 
 
-def open_stores(settings: Settings, index: str, expected: dict) -> tuple[dict[str, Store], list[str]]:
+def open_stores(settings: Settings, index: str, expected: dict | None) -> tuple[dict[str, Store], list[str]]:
     """The stores to search for --index personal|docs|all, and notes about missing ones.
 
     Asking for one index that was never built is an error; with `all`, a missing

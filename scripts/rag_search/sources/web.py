@@ -21,6 +21,7 @@ import zlib
 from dataclasses import dataclass
 from email.message import Message
 from email.utils import parsedate_to_datetime
+from pathlib import Path
 from urllib.parse import urldefrag, urljoin, urlsplit
 from urllib.robotparser import RobotFileParser
 
@@ -35,6 +36,7 @@ from ..errors import SourceFailed, one_line
 from ..indexer import SourceDocument, content_hash
 from ..reconcile import Gone, Listed, Listing, Loaded, Skip, Unchanged
 from ..specs import WebSource
+from .pages import page_file, remove_page, save_page
 
 log = logging.getLogger("rag_search")
 
@@ -503,8 +505,9 @@ def _local_name(tag: str) -> str:
     return tag.rsplit("}", 1)[-1]
 
 
-def web_listing(spec: WebSource, fetcher: WebFetcher) -> Listing:
-    """The source's pages; a page is loaded by a conditional GET (unchanged pages are not downloaded again)."""
+def web_listing(spec: WebSource, fetcher: WebFetcher, data_dir: Path) -> Listing:
+    """The source's pages; a page is loaded by a conditional GET (unchanged pages are not downloaded again).
+    The markdown of each page indexed is kept in the data dir (pages.py)."""
     urls, warnings, problem = fetcher.page_urls(spec.base_url, list(spec.pages), spec.sitemap)
     for warning in warnings + ([problem] if problem else []):
         log.warning("%s: %s", spec.id, warning)
@@ -512,22 +515,24 @@ def web_listing(spec: WebSource, fetcher: WebFetcher) -> Listing:
     if unreachable:  # said once for the source, not once a page
         raise SourceFailed(f"{_site(spec.base_url)}: {unreachable}; none of its {len(urls)} page(s) was fetched and "
                            "what was indexed from them is kept")
-    documents = [Listed(f"{spec.id}:{url}", url, None, functools.partial(_load_page, spec, url, fetcher)) for url in urls]
+    documents = [Listed(f"{spec.id}:{url}", url, None, functools.partial(_load_page, spec, url, fetcher, data_dir)) for url in urls]
     return Listing(documents, complete=problem is None, problem=problem, details={"pages": len(urls)})
 
 
-def _load_page(spec: WebSource, url: str, fetcher: WebFetcher, previous) -> Loaded:
+def _load_page(spec: WebSource, url: str, fetcher: WebFetcher, data_dir: Path, previous) -> Loaded:
     page = fetcher.fetch(url, PageState(**previous.state) if previous and previous.state else None)
     state = {"etag": page.etag, "last_modified": page.last_modified}
     if page.status == "unchanged":
         return Unchanged(None, state)
     if page.status == "gone":
+        remove_page(page_file(data_dir, spec.id, url))
         return Gone(page.error)
     if page.status == "failed":
         raise Skip(page.error, failed=True)
     text = page.markdown
     if page.title and not text.lstrip().startswith("# "):
         text = f"# {page.title}\n\n{text}"
+    save_page(page_file(data_dir, spec.id, url), text)
     return SourceDocument(
         key=f"{spec.id}:{url}",
         source_id=spec.id,
