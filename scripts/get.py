@@ -70,8 +70,8 @@ def to_text(found: dict) -> str:
     where = found.get("url") or found.get("path") or found["file"]
     if "text" in found:
         return f"{where} ({found['from']})\n\n{found['text']}"
-    shown = found["shown"]
-    return "\n\n".join(f"--- {where} · {item['heading']} [{item['index'] + 1}/{found['chunks']}]\n{item['text']}" for item in shown)
+    return "\n\n".join(f"--- {where} · {item['heading']} [{item['index'] + 1}/{found['chunks']}]\n{item['text']}"
+                       for item in found["shown"])
 
 
 if __name__ == "__main__":

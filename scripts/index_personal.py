@@ -45,17 +45,23 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def index(args: argparse.Namespace) -> int:
+    from rag_search.errors import one_line
     from rag_search.runs import index_run
-    from rag_search.sources.personal import COLLECTION, check_roots, index_personal
+    from rag_search.sources.personal import COLLECTION, check_roots, index_personal, record_runs
 
     settings = cli.settings(args, roots=args.roots)
     for warning in settings.warnings:
         log.warning(warning)
     roots = check_roots(settings.personal_roots, settings.roots_origin)
     log.info("using roots from %s: %s", settings.roots_origin, ", ".join(str(root) for root in roots))
-    with index_run(settings, COLLECTION, fresh=args.full) as run:
-        summary = index_personal(run.store, run.pipeline, roots, settings, full=args.full, allow_shrink=args.allow_shrink,
-                                 quiet=args.quiet)
+    try:
+        with index_run(settings, COLLECTION, fresh=args.full) as run:
+            summary = index_personal(run.store, run.pipeline, roots, settings, full=args.full, allow_shrink=args.allow_shrink,
+                                     quiet=args.quiet)
+    except Exception as exc:
+        record_runs(settings.data_dir, roots, {}, error=one_line(exc))
+        raise
+    record_runs(settings.data_dir, roots, {failure["root"]: failure["error"] for failure in summary["failed_roots"]})
     cli.emit_json({**summary, "published": run.published, "roots_from": settings.roots_origin})
     return EXIT_PARTIAL if summary["failed_roots"] else 0
 
