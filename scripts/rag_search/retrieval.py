@@ -194,9 +194,15 @@ class Searcher:
             raise IndexNotBuilt("no index has been built yet", hint=f"run {INDEX_COMMANDS['personal']} and/or {INDEX_COMMANDS['docs']}")
         return self.stores
 
-    def search(self, query: str, options: SearchOptions, reranker=None) -> SearchResult:
+    def search(self, query: str, options: SearchOptions, index: str = "all", reranker=None) -> SearchResult:
+        """Search the open stores (or only the collection `index`), reopening first what an index run published."""
         check_query(query)
-        stores = stores_for(self.refresh(), options.sources)
+        stores = self.refresh()
+        if index != "all":
+            if index not in stores:
+                raise IndexNotBuilt(f"the {index} index has not been built yet", hint=f"run {INDEX_COMMANDS[index]}")
+            stores = {index: stores[index]}
+        stores = stores_for(stores, options.sources)
         return search(stores, query, self.embedder.embed([query])[0], options, reranker)
 
     def close(self) -> None:
