@@ -85,7 +85,7 @@ def test_explain_shows_each_stage(notes_index):
 
 def test_metadata_only_and_token_budget(notes_index):
     result = run_script("search.py", "--data-dir", notes_index, "--metadata-only", "TLS verification").json
-    assert result["results"] and all(item["chunk"] is None and item["metadata"]["title"] for item in result["results"])
+    assert result["results"] and all(item["chunk"] is None and item["metadata"]["heading"] for item in result["results"])
     budget = run_script("search.py", "--data-dir", notes_index, "--top-k", "6", "--max-tokens", "80", "TLS verification").json
     assert budget["truncated"] is True
     assert sum(len(item["chunk"]) for item in budget["results"]) <= 80 * 4
