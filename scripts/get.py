@@ -10,10 +10,9 @@ use_project_venv()
 
 from rag_search import cli  # noqa: E402
 
-EXIT_CODES = {0: "success", 1: "unexpected error (a bug: please report the traceback)",
-              2: "bad command line, or FILE_OR_ID names no indexed document or chunk (or several documents)",
-              3: "index not built yet: run the index script named in the message",
-              6: "bad input: the config file", 7: "store cannot be opened (damaged: the message names the rebuild)"}
+EXIT_CODES = (0, 1, 2, 3, 6, 7)
+MEANINGS = {2: "bad command line, or FILE_OR_ID names no indexed document or chunk (or several documents)",
+            6: "bad input: the config file", 7: "store cannot be opened (damaged: the message names the rebuild)"}
 
 EPILOG = """what to pass: a result's "file" (notes/argocd-setup.md), its metadata.path or
 metadata.url, or its "id" (a chunk).
@@ -31,7 +30,7 @@ model (it starts in a fraction of search's time) and has flags of its own."""
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = cli.make_parser("get.py", __doc__, EPILOG, EXIT_CODES)
+    parser = cli.make_parser("get.py", __doc__, EPILOG, EXIT_CODES, MEANINGS)
     parser.add_argument("reference", metavar="FILE_OR_ID", help="a result's file, path, URL or chunk id")
     parser.add_argument("--context", type=int, default=1, metavar="N", choices=range(0, 51),
                         help="with a chunk id: the N chunks before and after it too (0-50, default 1)")
@@ -48,13 +47,15 @@ def main(argv: list[str] | None = None) -> int:
 def get(args: argparse.Namespace) -> int:
     from rag_search.documents import get as read_back
     from rag_search.isolation import run_isolated
-    from rag_search.retrieval import open_stores
+    from rag_search.store import nothing_built, open_published
 
     settings = cli.settings(args)
 
     def read(_receive):
         """In a child process, like search.py: a damaged store must not crash us."""
-        stores, _ = open_stores(settings, "all", expected=None)  # reading text back needs no model
+        stores = open_published(settings)  # reading text back needs no model
+        if not stores:
+            raise nothing_built()
         try:
             return read_back(stores, args.reference, args.context, settings.data_dir, settings.max_file_bytes)
         finally:

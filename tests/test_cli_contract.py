@@ -7,7 +7,7 @@ import re
 import pytest
 
 from conftest import add_source, index_docs, run_script
-from webserver import DocsSite
+from webserver import DocsSite, Page, html_page
 
 SEARCH_ERRORS = [
     (("--bogus", "q"), "unrecognized arguments: --bogus"),
@@ -140,6 +140,28 @@ def test_get_reads_a_web_page_from_its_saved_markdown(tmp_path):
     assert page.json["from"] == "saved page" and page.json["url"] == site.url + "sync-options/"
     assert page.json["file"] == "argocd/sync-options/" and page.json["text"]
     assert list((data / "sources" / "argocd" / "pages").glob("*.md"))
+
+
+SECTIONED = """<article><h1 id="backups">Backups</h1><p>Nightly snapshots of every volume.</p>
+<section id="restore-a-volume"><h2>Restore a volume<a class="headerlink" href="#restore-a-volume">¶</a></h2>
+<p>To restore a Longhorn volume, scale the workload to zero, then revert the volume to the snapshot.</p></section>
+<h2>Retention <a href="#keep-days" class="headerlink">¶</a></h2><p>Snapshots are kept for fourteen days.</p>
+<h2>Costs</h2><p>Storage costs grow with the number of snapshots kept.</p></article>"""
+
+
+@pytest.mark.parametrize("question, anchor", [
+    ("how do I restore a Longhorn volume from a snapshot?", "#restore-a-volume"),
+    ("how long are snapshots kept?", "#keep-days"),
+    ("what do snapshots cost in storage?", ""),
+])
+def test_web_results_link_to_their_section_where_the_page_has_an_anchor(tmp_path, question, anchor):
+    data = tmp_path / "data"
+    with DocsSite() as site:
+        site.pages["/docs/backups/"] = Page(html_page("Backups", SECTIONED))
+        add_source("--id", "ops", "--name", "Ops", "--type", "web", "--base-url", site.url, "--pages", "backups/")
+        assert index_docs(data, "--source", "ops").code == 0
+    top = run_script("search.py", "--data-dir", data, "--index", "docs", "--top-k", "1", question).json["results"][0]
+    assert top["metadata"]["url"] == site.url + "backups/" + anchor, top
 
 
 def test_get_of_something_not_indexed_is_a_usage_error(example_index):

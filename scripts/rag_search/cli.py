@@ -53,13 +53,14 @@ def _wants_text(argv: list[str]) -> bool:
     return "--format=text" in argv or any(a == "--format" and b == "text" for a, b in zip(argv, argv[1:], strict=False))
 
 
-def make_parser(prog: str, description: str, epilog: str, exit_codes, chroma_url: bool = True) -> argparse.ArgumentParser:
-    """A parser whose --help ends with `epilog` and the script's own `exit_codes` (codes, or {code: meaning}),
-    and takes --data-dir (and --chroma-url)."""
+def make_parser(prog: str, description: str, epilog: str, exit_codes: tuple[int, ...], meanings: dict[int, str] | None = None,
+                chroma_url: bool = True) -> argparse.ArgumentParser:
+    """A parser whose --help ends with `epilog` and the script's own `exit_codes` (with the script's own words for
+    some, in `meanings`), and takes --data-dir (and --chroma-url)."""
     parser = Parser(
         prog=prog,
         description=description,
-        epilog=f"{epilog}\n\n{exit_codes_help(exit_codes, exit_codes if isinstance(exit_codes, dict) else None)}",
+        epilog=f"{epilog}\n\n{exit_codes_help(exit_codes, meanings)}",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--data-dir", help="store folder (default: $RAG_SEARCH_HOME or ~/.claude/data/rag-search)")

@@ -100,4 +100,7 @@ def _source_file(record: DocumentRecord, chunks: list[StoredChunk], data_dir: Pa
 def _where(chunks: list[StoredChunk]) -> dict:
     """The document's path on disk (files, git clones) and its URL (web pages, git files on a known host), from its chunks."""
     metadata = chunks[0].metadata if chunks else {}
-    return {key: metadata[key] for key in ("path", "url") if metadata.get(key)}
+    where = {key: metadata[key] for key in ("path", "url") if metadata.get(key)}
+    if "url" in where:
+        where["url"] = where["url"].split("#", 1)[0]  # the page, not the section a chunk links to
+    return where

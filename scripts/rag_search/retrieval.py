@@ -28,7 +28,7 @@ from .config import Settings
 from .embedding import find_model, query_embedder
 from .errors import IndexNotBuilt, UsageError
 from .records import Filters, Hit
-from .store import COLLECTIONS, INDEX_COMMANDS, Store, fingerprint
+from .store import COLLECTIONS, INDEX_COMMANDS, Store, fingerprint, nothing_built
 
 MODES = ("hybrid", "dense", "lexical")
 RECORD_KINDS = ("json", "jsonl")  # a file of records: each record stands alone, it is not a section of a page
@@ -99,19 +99,18 @@ def check_query(query: str) -> str:
     return query
 
 
-def open_store(settings: Settings, name: str, expected: dict | None) -> Store:
-    """The published index of one collection, checked against the model's fingerprint (unless None: reading text back)."""
+def open_store(settings: Settings, name: str, expected: dict) -> Store:
+    """The published index of one collection, checked against the model's fingerprint."""
     store = Store.open_for_reading(settings, name)
     try:
-        if expected is not None:
-            store.check_fingerprint(expected)
+        store.check_fingerprint(expected)
     except BaseException:
         store.close()
         raise
     return store
 
 
-def open_stores(settings: Settings, index: str, expected: dict | None) -> tuple[dict[str, Store], list[str]]:
+def open_stores(settings: Settings, index: str, expected: dict) -> tuple[dict[str, Store], list[str]]:
     """The stores to search for --index personal|docs|all, and notes about missing ones.
 
     Asking for one index that was never built is an error; with `all`, a missing
@@ -137,7 +136,7 @@ def open_stores(settings: Settings, index: str, expected: dict | None) -> tuple[
             store.close()
         raise
     if not opened:
-        raise IndexNotBuilt("no index has been built yet", hint=f"run {INDEX_COMMANDS['personal']} and/or {INDEX_COMMANDS['docs']}")
+        raise nothing_built()
     return opened, notes
 
 
@@ -191,7 +190,7 @@ class Searcher:
             if current is not None:
                 current.close()
         if not self.stores:
-            raise IndexNotBuilt("no index has been built yet", hint=f"run {INDEX_COMMANDS['personal']} and/or {INDEX_COMMANDS['docs']}")
+            raise nothing_built()
         return self.stores
 
     def search(self, query: str, options: SearchOptions, index: str = "all", reranker=None) -> SearchResult:

@@ -25,6 +25,7 @@ from . import __version__, dates, documents, output, status
 from .cli import error_payload
 from .config import Settings
 from .errors import EXIT_FAILURE, RagSearchError, UsageError
+from .rerank import CrossEncoderReranker, find_rerank_model
 from .retrieval import Searcher, SearchOptions
 
 log = logging.getLogger("rag_search")
@@ -41,6 +42,7 @@ class RagSearchServer:
         self.settings = settings
         self.worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="rag-search")
         self.searcher: Searcher | None = None
+        self.reranker = None  # the cross-encoder, loaded on the first call that asks for it
         self.mcp = MCPServer("rag-search", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING")
         self._register()
 
@@ -49,11 +51,18 @@ class RagSearchServer:
             self.mcp.add_tool(tool, structured_output=False)
 
     def warm_up(self) -> None:
-        """Load the model and open the index before the first call (a failure here is reported by that call)."""
-        try:
-            self.worker.submit(self._searcher).result()
-        except RagSearchError as exc:
-            log.warning("not ready yet: %s", exc)
+        """Load the model, open the index and run the model once, on the worker, while the client connects: the
+        first call waits for it instead of paying for it. A failure here is only logged; that call reports it."""
+
+        def warm():
+            try:
+                searcher = self._searcher()
+                searcher.embedder.embed(["warm up"])
+                searcher.refresh()
+            except RagSearchError as exc:
+                log.warning("not ready yet: %s", exc)
+
+        self.worker.submit(warm)
 
     def close(self) -> None:
         def release():
@@ -77,6 +86,7 @@ class RagSearchServer:
         max_tokens: Annotated[int | None, Field(ge=1, description="stop adding results at about this many tokens of text")] = None,
         metadata_only: Annotated[bool, Field(description="paths, headings, scores and metadata; no chunk text")] = False,
         recency_half_life: Annotated[float | None, Field(gt=0, description="rank newer personal chunks higher (days)")] = None,
+        rerank: Annotated[bool, Field(description="reorder the top with the configured cross-encoder, if any")] = False,
         explain: Annotated[bool, Field(description="add each result's ranks and scores per stage")] = False,
         verbose: Annotated[bool, Field(description="every stored metadata field, not only what to cite")] = False,
     ) -> str | CallToolResult:
@@ -88,7 +98,7 @@ class RagSearchServer:
             options = SearchOptions(top_k=top_k, mode=mode, sources=source, since=_date(since, "since"), until=_date(until, "until"),
                                     min_score=min_score, per_file=per_file, max_tokens=max_tokens,
                                     recency_half_life_days=recency_half_life or self.settings.recency_half_life_days)
-            result = self._searcher().search(query, options, index)
+            result = self._searcher().search(query, options, index, self._reranker() if rerank else None)
             return output.result_payload(result, metadata_only=metadata_only, explain=explain, verbose=verbose)
 
         return await self._run(work)
@@ -114,6 +124,16 @@ class RagSearchServer:
             return status.collect(self.settings, stores)
 
         return await self._run(work)
+
+    def _reranker(self):
+        """The configured cross-encoder, kept loaded; without one the fused order stays, as with search.py --rerank."""
+        if self.reranker is None:
+            model, why_not = find_rerank_model(self.settings)
+            if model is None:
+                log.warning("note: rerank ignored: %s; keeping the fused order", why_not)
+                return None
+            self.reranker = CrossEncoderReranker(model)
+        return self.reranker
 
     def _searcher(self) -> Searcher:
         if self.searcher is None:

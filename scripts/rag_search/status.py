@@ -13,7 +13,6 @@ from pathlib import Path
 
 from . import dates, registry
 from .config import Settings
-from .errors import IndexNotBuilt
 from .generations import INDEX_COMMANDS
 from .sources.files import walk_root
 from .sources.personal import SOURCE_ID, recorded_runs
@@ -35,22 +34,6 @@ def collect(settings: Settings, stores: dict[str, Store], with_timer: bool = Tru
     if with_timer:
         report["timer"] = timer_state(settings.unit_dir)
     return report
-
-
-def open_built(settings: Settings) -> dict[str, Store]:
-    """Every collection that has a published index, open for reading; the caller closes them."""
-    stores: dict[str, Store] = {}
-    try:
-        for name in COLLECTIONS:
-            try:
-                stores[name] = Store.open_for_reading(settings, name)
-            except IndexNotBuilt:
-                continue
-    except BaseException:
-        for store in stores.values():
-            store.close()
-        raise
-    return stores
 
 
 def _collection(store: Store) -> dict:

@@ -563,6 +563,26 @@ class Store:
             self._catalog.set_source_state(MIRROR_STATE, {"version": version})
 
 
+def nothing_built() -> IndexNotBuilt:
+    return IndexNotBuilt("no index has been built yet", hint=f"run {INDEX_COMMANDS['personal']} and/or {INDEX_COMMANDS['docs']}")
+
+
+def open_published(settings: Settings) -> dict[str, Store]:
+    """Every collection that has a published index, open for reading (no model needed); the caller closes them."""
+    stores: dict[str, Store] = {}
+    try:
+        for name in COLLECTIONS:
+            try:
+                stores[name] = Store.open_for_reading(settings, name)
+            except IndexNotBuilt:
+                continue
+    except BaseException:
+        for store in stores.values():
+            store.close()
+        raise
+    return stores
+
+
 def keyword_documents(chunks: list[tuple[str, str, dict, object]]) -> list[tuple[DocumentRecord, list[ChunkRecord]]]:
     """Catalog rows for a server collection: its chunks grouped by file, with their keyword text."""
     documents: dict[str, tuple[DocumentRecord, list[ChunkRecord]]] = {}
