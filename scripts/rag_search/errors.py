@@ -37,7 +37,6 @@ def exit_codes_help(codes, meanings: dict[int, str] | None = None) -> str:
     return "exit codes:\n" + "\n".join(f"  {code}  {own.get(code, EXIT_MEANINGS[code])}" for code in codes)
 
 
-
 class RagSearchError(Exception):
     """An expected failure with a message for the user and a hint on what to do next."""
 

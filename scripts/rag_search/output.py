@@ -8,8 +8,9 @@ stored field.
 
 from .retrieval import SearchResult
 
-# Kept in the compact answer, in this order: where the passage is and how old, and which version of the docs.
-CITED_METADATA = ("heading", "date", "url", "path", "doc_version", "commit")
+# Kept in the compact answer, in this order: where the passage is and how old, and which version of the docs; and
+# `suspect`, the warning that the passage reads like instructions to an AI (injection.py).
+CITED_METADATA = ("heading", "date", "url", "path", "doc_version", "commit", "suspect")
 # Fields of JSON records (and front matter tags), kept unless the passage already shows them.
 RECORD_METADATA = ("type", "status", "category", "context", "record_id", "confidence", "tags")
 
