@@ -3,9 +3,11 @@
 
 Indexes the example corpus (examples/state) into a throwaway data dir, runs
 search.py with its defaults on five fixed questions, as an agent does (stdout
-is a pipe), and reports the characters of each answer and their sum.
+is a pipe), and reports the characters of each answer and their sum. With
+--baseline, another version's search.py answers the same questions on the same
+index, and the ratio is reported.
 
-    .venv/bin/python bench/answer_size.py [--json FILE] [-- EXTRA SEARCH FLAGS]
+    .venv/bin/python bench/answer_size.py [--json FILE] [--baseline DIR] [-- EXTRA SEARCH FLAGS]
 """
 
 import argparse
@@ -27,10 +29,10 @@ QUERIES = [
 ]
 
 
-def answer_sizes(data: Path, extra: list[str]) -> dict:
+def answer_sizes(scripts: Path, data: Path, extra: list[str]) -> dict:
     sizes = {}
     for query in QUERIES:
-        completed = subprocess.run([sys.executable, str(SCRIPTS / "search.py"), "--data-dir", str(data), *extra, "--", query],
+        completed = subprocess.run([sys.executable, str(scripts / "search.py"), "--data-dir", str(data), *extra, "--", query],
                                    capture_output=True, text=True, check=True)
         sizes[query] = len(completed.stdout)
     return sizes
@@ -39,6 +41,8 @@ def answer_sizes(data: Path, extra: list[str]) -> dict:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--json", type=Path, help="also write the figures to this file")
+    parser.add_argument("--baseline", type=Path, metavar="DIR",
+                        help="another version's checkout (e.g. `git archive main scripts | tar -x -C DIR`): its answers, for comparison")
     parser.add_argument("extra", nargs="*", help="more search.py flags, after --")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="rag-answer-size-") as work:
@@ -46,13 +50,18 @@ def main() -> int:
         data = Path(work) / "data"
         subprocess.run([sys.executable, str(SCRIPTS / "index_personal.py"), "--quiet", "--data-dir", str(data),
                         str(PROJECT / "examples" / "state")], env=env, check=True, stdout=subprocess.DEVNULL)
-        sizes = answer_sizes(data, args.extra)
+        sizes = answer_sizes(SCRIPTS, data, args.extra)
+        before = answer_sizes(args.baseline / "scripts", data, []) if args.baseline else None
+    report = {"answers": sizes, "total": sum(sizes.values())}
     for query, size in sizes.items():
-        print(f"{size:7,} chars  {query}")
-    total = sum(sizes.values())
-    print(f"{total:7,} chars  total of {len(sizes)} answers (about {total // 4:,} tokens)")
+        print(f"{size:7,} chars  {query}" + (f"  (baseline {before[query]:,})" if before else ""))
+    print(f"{report['total']:7,} chars  total of {len(sizes)} answers (about {report['total'] // 4:,} tokens)")
+    if before:
+        report.update(baseline_answers=before, baseline_total=sum(before.values()))
+        report["ratio"] = round(report["total"] / report["baseline_total"], 3)
+        print(f"{report['baseline_total']:7,} chars  the baseline's; this version's answers are {report['ratio']:.0%} of its size")
     if args.json:
-        args.json.write_text(json.dumps({"answers": sizes, "total": total}, indent=2))
+        args.json.write_text(json.dumps(report, indent=2))
     return 0
 
 
