@@ -104,12 +104,13 @@ def test_get_reads_a_whole_file_as_indexed_or_a_chunk_with_its_neighbours(exampl
     whole = run_script("get.py", "--data-dir", example_data, top["file"])
     assert whole.code == 0, whole
     assert whole.json["from"] == "file" and whole.json["path"] == top["metadata"]["path"]
-    assert whole.json["text"].startswith("---\ntitle: ArgoCD setup") and whole.json["chunks"] == 3
+    assert whole.json["text"].startswith("---\ntitle: ArgoCD setup") and whole.json["chunks"] == 4
     by_path = run_script("get.py", "--data-dir", example_data, top["metadata"]["path"]).json
     assert by_path["text"] == whole.json["text"]
     chunk = run_script("get.py", "--data-dir", example_data, top["id"], "--context", "1").json
-    assert [item["index"] for item in chunk["shown"]] == [0, 1, 2] and chunk["shown"][1]["id"] == top["id"]
-    assert chunk["shown"][1]["text"] == top["chunk"]
+    position = next(item["index"] for item in chunk["shown"] if item["id"] == top["id"])
+    assert [item["index"] for item in chunk["shown"]] == list(range(max(0, position - 1), min(whole.json["chunks"], position + 2)))
+    assert next(item["text"] for item in chunk["shown"] if item["id"] == top["id"]) == top["chunk"]
     alone = run_script("get.py", "--data-dir", example_data, top["id"], "--context", "0").json
     assert [item["id"] for item in alone["shown"]] == [top["id"]]
 
@@ -123,23 +124,33 @@ def test_get_gives_the_indexed_text_when_the_file_changed_and_redacts_secrets(tm
     data = tmp_path / "data"
     assert run_script("index_personal.py", "--data-dir", data, notes).code == 0
     fresh = run_script("get.py", "--data-dir", data, "deploy.md").json
-    assert fresh["from"] == "file" and token not in fresh["text"] and "[REDACTED:github-token]" in fresh["text"]
+    assert fresh["from"] == "file" and token not in fresh["text"] and "[REDACTED:github-pat]" in fresh["text"]
     note.write_text("# Deploy\n\nRewritten since the index run.\n")
     stale = run_script("get.py", "--data-dir", data, "deploy.md").json
     assert stale["from"] == "index" and "Rewritten" not in stale["text"]
     assert "## Deploy > Rollback" in stale["text"] and "Revert the tag" in stale["text"]
 
 
-def test_get_reads_a_web_page_from_its_saved_markdown(tmp_path):
+def test_get_reads_a_web_page_from_its_saved_markdown_redacted_as_indexed(tmp_path):
     data = tmp_path / "data"
+    token = "AKIA" + "Q7ZK3M9TR2XW4NBV"
+    deploy = "<article><h1>Deploy</h1><p>Our pipeline pushes with the token {} from the vault.</p></article>"
     with DocsSite() as site:
-        add_source("--id", "argocd", "--name", "Argo CD", "--type", "web", "--base-url", site.url, "--pages", "sync-options/")
+        site.pages["/docs/deploy/"] = Page(html_page("Deploy", deploy.format(token)))
+        add_source("--id", "argocd", "--name", "Argo CD", "--type", "web", "--base-url", site.url, "--pages", "sync-options/", "deploy/")
         assert index_docs(data, "--source", "argocd").code == 0
-    page = run_script("get.py", "--data-dir", data, site.url + "sync-options/")
+        page = run_script("get.py", "--data-dir", data, site.url + "sync-options/")
+        secret = run_script("get.py", "--data-dir", data, site.url + "deploy/").json
+        site.pages["/docs/deploy/"] = Page(html_page("Deploy", deploy.format("a token from the vault")))
+        assert index_docs(data, "--source", "argocd").code == 0
     assert page.code == 0, page
     assert page.json["from"] == "saved page" and page.json["url"] == site.url + "sync-options/"
     assert page.json["file"] == "argocd/sync-options/" and page.json["text"]
-    assert list((data / "sources" / "argocd" / "pages").glob("*.md"))
+    assert secret["from"] == "saved page" and "[REDACTED:aws-access-token]" in secret["text"] and token not in secret["text"]
+    saved = list((data / "sources" / "argocd" / "pages").glob("*.md"))
+    assert len(saved) == 2 and not any(token in path.read_text() for path in saved)  # one version of each page is kept
+    changed = run_script("get.py", "--data-dir", data, site.url + "deploy/").json
+    assert changed["from"] == "saved page" and "a token from the vault" in changed["text"]
 
 
 SECTIONED = """<article><h1 id="backups">Backups</h1><p>Nightly snapshots of every volume.</p>

@@ -7,6 +7,7 @@ content that was indexed; otherwise it is rebuilt from the indexed chunks, so
 what comes back is always what the index holds.
 """
 
+import contextlib
 from pathlib import Path
 
 from . import secrets
@@ -51,15 +52,22 @@ def find(stores: dict[str, Store], reference: str) -> tuple[Store, DocumentRecor
 
 
 def document_text(record: DocumentRecord, chunks: list[StoredChunk], data_dir: Path, max_bytes: int) -> tuple[str, str]:
-    """(text, where it came from): the source file as indexed, redacted like the index, else the indexed chunks joined."""
-    source = _source_file(record, chunks, data_dir)
-    if source is not None:
+    """(text, where it came from): a web page's saved markdown, or the source file redacted as the indexer redacted it,
+    when it is the version indexed; else the indexed chunks joined."""
+    where = _where(chunks)
+    if "path" not in where and "url" in where:  # a web page: its key is "<source id>:<page URL>"
+        saved = page_file(data_dir, record.source_id, record.key.split(":", 1)[1], record.content_hash)
+        with contextlib.suppress(OSError, UnicodeDecodeError):
+            return saved.read_text(encoding="utf-8"), "saved page"
+    elif "path" in where:
         try:
-            text = read_text(source, max_bytes)
+            text = read_text(Path(where["path"]), max_bytes)
         except SkipFile:
             text = None
         if text is not None and content_hash(text.encode("utf-8")) == record.content_hash:
-            return secrets.redact(text)[0], "file" if "path" in _where(chunks) else "saved page"
+            metadata = chunks[0].metadata
+            # Git files are published documentation, whose example credentials the indexer keeps (secrets.py).
+            return secrets.redact_document(metadata.get("kind", "text"), text, documentation="repo_path" in metadata)[0], "file"
     return join_chunks(chunks), "index"
 
 
@@ -86,15 +94,6 @@ def _overlap(before: str, after: str) -> int:
         if before.endswith(after[:size]):
             return size
     return 0
-
-
-def _source_file(record: DocumentRecord, chunks: list[StoredChunk], data_dir: Path) -> Path | None:
-    where = _where(chunks)
-    if "path" in where:
-        return Path(where["path"])
-    if "url" in where:  # a web page: its key is "<source id>:<page URL>"
-        return page_file(data_dir, record.source_id, record.key.split(":", 1)[1])
-    return None
 
 
 def _where(chunks: list[StoredChunk]) -> dict:

@@ -37,7 +37,7 @@ from ..errors import SourceFailed, one_line
 from ..indexer import SourceDocument, content_hash
 from ..reconcile import Gone, Listed, Listing, Loaded, Skip, Unchanged
 from ..specs import WebSource
-from .pages import page_file, remove_page, save_page
+from .pages import remove_page, save_page
 
 log = logging.getLogger("rag_search")
 
@@ -555,14 +555,15 @@ def _load_page(spec: WebSource, url: str, fetcher: WebFetcher, data_dir: Path, p
     if page.status == "unchanged":
         return Unchanged(None, state)
     if page.status == "gone":
-        remove_page(page_file(data_dir, spec.id, url))
+        remove_page(data_dir, spec.id, url)
         return Gone(page.error)
     if page.status == "failed":
         raise Skip(page.error, failed=True)
     text = page.markdown
     if page.title and not text.lstrip().startswith("# "):
         text = f"# {page.title}\n\n{text}"
-    save_page(page_file(data_dir, spec.id, url), text)
+    digest = content_hash(text.encode("utf-8"))
+    save_page(data_dir, spec.id, url, digest, text)
     anchors = page.anchors or {}
     return SourceDocument(
         key=f"{spec.id}:{url}",
@@ -570,7 +571,7 @@ def _load_page(spec: WebSource, url: str, fetcher: WebFetcher, data_dir: Path, p
         file=f"{spec.id}/{_relative(url, spec.base_url)}",
         kind="markdown",
         text=text,
-        content_hash=content_hash(text.encode("utf-8")),
+        content_hash=digest,
         metadata={"url": url},
         fallback_date=page.date,
         state=state,
