@@ -80,7 +80,7 @@ def test_explain_shows_each_stage(notes_index):
     result = run_script("search.py", "--data-dir", notes_index, "--explain", "--top-k", "2", "--", IDENTIFIER).json
     deploy = next(item for item in result["results"] if item["file"] == "deploy.md")
     assert {"dense_rank", "cosine", "lexical_rank", "bm25", "rrf"} <= set(deploy["explain"])
-    assert deploy["explain"]["lexical_rank"] == 1 and deploy["explain"]["cosine"] == deploy["score"]
+    assert deploy["explain"]["lexical_rank"] == 1 and round(deploy["explain"]["cosine"], 3) == deploy["score"]
 
 
 def test_metadata_only_and_token_budget(notes_index):
@@ -130,7 +130,6 @@ def test_filters_by_source_and_date(example_index):
     dated, results = files("--since", "2025-01-01", "--until", "2025-01-31")
     assert dated == {"notes/argocd-setup.md", "memory/decisions.json"}
     assert all("2025-01" in item["metadata"]["date"] for item in results)
-    assert files("--source", "no-such-source")[0] == set()
     assert "notes/argocd-setup.md" in files("--source", "personal")[0]
     assert files("--since", "2099-01-01")[0] == set()
 
