@@ -19,7 +19,8 @@ EPILOG = """output (JSON on stdout, one line unless stdout is a terminal):
   {"query", "results": [{"rank", "score", "source", "file", "id", "chunk", "metadata"}],
    "searched_collections", "total_chunks_searched", "mode", "truncated"}
   metadata: what to cite (heading, date, url or path, doc_version, commit, record
-  fields the chunk does not show); --verbose gives every stored field.
+  fields the chunk does not show); a later result of the same file omits what its
+  first result said (path, date, tags); --verbose gives every stored field.
   score: the cosine similarity of chunk and query, 0 to 1, higher is better, in every
   mode. rank: the order of the mode: hybrid (default) fuses keyword (BM25) and meaning
   (vector) rankings by reciprocal rank fusion, so an exact identifier can rank above a

@@ -123,7 +123,8 @@ def test_keyword_and_vector_indexes_agree_after_add_change_and_delete(state_dir,
 
 def test_filters_by_source_and_date(example_index):
     def files(*args):
-        result = run_script("search.py", "--data-dir", example_index, "--top-k", "20", "--per-file", "0", *args, "ArgoCD cluster")
+        result = run_script("search.py", "--data-dir", example_index, "--top-k", "20", "--per-file", "0", "--verbose", *args,
+                            "ArgoCD cluster")
         assert result.code == 0, result
         return {item["file"] for item in result.json["results"]}, result.json["results"]
 

@@ -2,8 +2,10 @@
 
 Agents pay for every character, so by default each result carries only what an
 agent cites or acts on (file, heading, date, url or path, version and commit,
-record fields the passage does not already show); --verbose brings back every
-stored field.
+record fields the passage does not already show), and a later result of a file
+already in the answer leaves out what its first result said about the file (a
+page's chunks come together in the ranking); --verbose brings back every stored
+field.
 """
 
 from .retrieval import SearchResult
@@ -13,21 +15,33 @@ from .retrieval import SearchResult
 CITED_METADATA = ("heading", "date", "url", "path", "doc_version", "commit", "suspect")
 # Fields of JSON records (and front matter tags), kept unless the passage already shows them.
 RECORD_METADATA = ("type", "status", "category", "context", "record_id", "confidence", "tags")
+# Facts about the file rather than the passage: said once per file in an answer, unless a later passage differs (a
+# record's own date, a section's URL).
+FILE_METADATA = ("path", "url", "date", "doc_version", "commit", "tags")
 
 
 def result_payload(result: SearchResult, metadata_only: bool = False, explain: bool = False, verbose: bool = False) -> dict:
     """The design's schema (query, results with rank, score, source, file, id, chunk, metadata,
     searched_collections, total_chunks_searched), extended with mode and truncated."""
     results = []
+    said: dict[tuple[str, str], dict] = {}  # (collection, file) -> what its first result's metadata said
     for rank, hit in enumerate(result.hits, start=1):
+        file = hit.metadata.get("file", "")
+        if verbose:
+            metadata = dict(sorted(hit.metadata.items()))
+        else:
+            metadata = compact_metadata(hit.metadata, hit.text)
+            first = said.setdefault((hit.collection, file), metadata)
+            if first is not metadata:
+                metadata = {key: value for key, value in metadata.items() if key not in FILE_METADATA or first.get(key) != value}
         item = {
             "rank": rank,
             "score": round(hit.score, 4 if verbose else 3),
             "source": hit.collection,
-            "file": hit.metadata.get("file", ""),
+            "file": file,
             "id": hit.id,
             "chunk": None if metadata_only else hit.text,
-            "metadata": dict(sorted(hit.metadata.items())) if verbose else compact_metadata(hit.metadata, hit.text),
+            "metadata": metadata,
         }
         if explain:
             item["explain"] = hit.explain
