@@ -10,14 +10,17 @@ chunks), indexes it with index_personal.py in a fresh process, then measures:
   - cold search.py: wall time p50/p95 over fresh processes, and peak RSS;
   - the naive reference (bench/naive_search.py: sentence-transformers and
     ChromaDB loaded in one fresh process per query), the same way, and the ratio;
-  - in-process query latency (embedding + hybrid retrieval).
+  - in-process query latency (embedding + hybrid retrieval);
+  - the MCP server (scripts/mcp_server.py): per `search` call through the SDK's
+    client over stdio, p50/p95, and the server's RSS.
 
-    .venv/bin/python bench/bench_speed.py [--work DIR] [--runs 15] [--json FILE]
+    .venv/bin/python bench/bench_speed.py [--work DIR] [--runs 15] [--json FILE] [--baseline DIR]
 
 --work keeps the corpus and index for the next run (indexing is then skipped).
 """
 
 import argparse
+import asyncio
 import json
 import os
 import shutil
@@ -51,22 +54,29 @@ QUERIES = [
 ]
 
 
-def timed_runs(command: list[str], env: dict, count: int) -> dict:
-    """Wall time p50/p95 and the peak RSS of `count` fresh processes (each measured on its own)."""
-    times, peaks = [], []
+def timed_runs(command: list[str], env: dict, count: int, *others: list[str]) -> dict | list[dict]:
+    """Wall time p50/p95 and the peak RSS of `count` fresh processes (each measured on its own); with `others`,
+    the commands take turns, so that a busier or quieter moment of the machine weighs on each alike."""
+    commands = [command, *others]
+    times: list[list[float]] = [[] for _ in commands]
+    peaks: list[list[float]] = [[] for _ in commands]
     for _ in range(count):
-        started = time.monotonic()
-        process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        stderr = process.stderr.read()  # read before waiting: a full pipe would block the child
-        _, status, usage = os.wait4(process.pid, 0)
-        times.append(time.monotonic() - started)
-        peaks.append(usage.ru_maxrss / 1024)
-        process.stderr.close()
-        if status != 0:
-            sys.exit(f"{' '.join(command[:3])} failed: {stderr.decode()[-2000:]}")
-    times.sort()
-    return {"runs": count, "p50_s": round(statistics.median(times), 3), "p95_s": round(times[int(0.95 * (count - 1))], 3),
-            "peak_rss_mb": round(max(peaks))}
+        for number, each in enumerate(commands):
+            started = time.monotonic()
+            process = subprocess.Popen(each, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+            stderr = process.stderr.read()  # read before waiting: a full pipe would block the child
+            _, status, usage = os.wait4(process.pid, 0)
+            times[number].append(time.monotonic() - started)
+            peaks[number].append(usage.ru_maxrss / 1024)
+            process.stderr.close()
+            if status != 0:
+                sys.exit(f"{' '.join(each[:3])} failed: {stderr.decode()[-2000:]}")
+    rows = []
+    for measured, peak in zip(times, peaks, strict=True):
+        measured.sort()
+        rows.append({"runs": count, "p50_s": round(statistics.median(measured), 3), "p95_s": round(measured[int(0.95 * (count - 1))], 3),
+                     "peak_rss_mb": round(max(peak))})
+    return rows if others else rows[0]
 
 
 def child_peak(command: list[str], env: dict) -> tuple[float, float, str]:
@@ -81,6 +91,40 @@ def child_peak(command: list[str], env: dict) -> tuple[float, float, str]:
         if status != 0:
             sys.exit(f"{' '.join(command[:3])} failed:\n{err.read()[-2000:]}")
         return seconds, usage.ru_maxrss / 1024, out.read()
+
+
+async def mcp_calls(data: Path, env: dict, rounds: int) -> dict:
+    """p50/p95 of `search` calls through the SDK's client over stdio (after one warming round), and the server's RSS."""
+    from mcp import Client
+    from mcp.client.stdio import StdioServerParameters
+
+    server = StdioServerParameters(command=sys.executable, args=[str(SCRIPTS / "mcp_server.py"), "--data-dir", str(data)],
+                                   env={key: env[key] for key in ("HOME", "RAG_SEARCH_HOME")})
+    latencies = []
+    async with Client(server, mode="legacy") as client:
+        for query in QUERIES * (rounds + 1):
+            started = time.perf_counter()
+            result = await client.call_tool("search", {"query": query})
+            latencies.append((time.perf_counter() - started) * 1000)
+            if result.is_error or not json.loads(result.content[0].text)["results"]:
+                sys.exit(f"MCP search failed: {result.content[0].text[:500]}")
+        rss, peak = server_memory()
+    latencies = sorted(latencies[len(QUERIES):])
+    return {"calls": len(latencies), "p50_ms": round(statistics.median(latencies), 1),
+            "p95_ms": round(latencies[int(0.95 * (len(latencies) - 1))], 1), "rss_mb": rss, "peak_rss_mb": peak}
+
+
+def server_memory() -> tuple[int, int]:
+    """(RSS, peak RSS) in MB of our child running mcp_server.py, from /proc."""
+    for status in Path("/proc").glob("[0-9]*/status"):
+        try:
+            fields = dict(line.split(":", 1) for line in status.read_text().splitlines() if ":" in line)
+            command = (status.parent / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if int(fields["PPid"]) == os.getpid() and b"mcp_server.py" in command:
+            return round(int(fields["VmRSS"].split()[0]) / 1024), round(int(fields["VmHWM"].split()[0]) / 1024)
+    sys.exit("the MCP server process was not found")
 
 
 def build_corpus(root: Path) -> None:
@@ -100,6 +144,9 @@ def main() -> int:
     parser.add_argument("--work", type=Path, help="keep corpus and index here, and reuse them")
     parser.add_argument("--runs", type=int, default=15, help="fresh processes per cold measurement (default 15)")
     parser.add_argument("--json", type=Path, help="also write the results to this file")
+    parser.add_argument("--baseline", type=Path, metavar="DIR",
+                        help="another version's checkout (e.g. `git archive main scripts | tar -x -C DIR`): its cold search.py "
+                             "is measured in turn with this one's")
     args = parser.parse_args()
 
     temp = None
@@ -111,7 +158,7 @@ def main() -> int:
     python = sys.executable
     report: dict = {"files": FILES}
     try:
-        if not (data / "CURRENT").exists():
+        if not (data / "personal" / "CURRENT").exists():
             shutil.rmtree(corpus, ignore_errors=True)
             build_corpus(corpus)
             seconds, peak, output = child_peak([python, str(SCRIPTS / "index_personal.py"), "--quiet", str(corpus)], env)
@@ -131,7 +178,12 @@ def main() -> int:
         store = Store.open_for_reading(load_settings(data_dir=str(data)), "personal")
         chroma_folder = str(store.folder / "chroma")
         store.close()
-        report["cold_search"] = timed_runs([python, str(SCRIPTS / "search.py"), QUERIES[0]], env, args.runs)
+        search = [python, str(SCRIPTS / "search.py"), QUERIES[0]]
+        if args.baseline:
+            baseline = [python, str(args.baseline / "scripts" / "search.py"), QUERIES[0]]
+            report["cold_search"], report["cold_search_baseline"] = timed_runs(search, env, args.runs, baseline)
+        else:
+            report["cold_search"] = timed_runs(search, env, args.runs)
         report["cold_naive"] = timed_runs([python, str(PROJECT / "bench" / "naive_search.py"), chroma_folder, "personal", QUERIES[0]],
                                           env, max(5, args.runs // 3))
         report["speedup_p50"] = round(report["cold_naive"]["p50_s"] / report["cold_search"]["p50_s"], 1)
@@ -146,6 +198,7 @@ def main() -> int:
         latencies = sorted(latencies[len(QUERIES):])  # the first round warms caches
         report["in_process_query_ms"] = {"p50": round(statistics.median(latencies), 1),
                                          "p95": round(latencies[int(0.95 * (len(latencies) - 1))], 1)}
+        report["mcp"] = asyncio.run(mcp_calls(data, env, rounds=max(5, args.runs)))
     finally:
         if temp:
             shutil.rmtree(temp, ignore_errors=True)
@@ -157,12 +210,18 @@ def main() -> int:
     print(f"refresh, nothing changed: {report['refresh_nothing_changed_s']} s; one file changed: "
           f"{report['refresh_one_file_changed_s']} s ({report['one_file_changed_embedded']} chunks embedded)")
     print(f"{'cold process':28} {'p50 s':>7} {'p95 s':>7} {'peak RSS MB':>12} {'runs':>5}")
-    for name, key in (("search.py", "cold_search"), ("naive sentence-transformers", "cold_naive")):
+    for name, key in (("search.py", "cold_search"), ("search.py of --baseline", "cold_search_baseline"),
+                      ("naive sentence-transformers", "cold_naive")):
+        if key not in report:
+            continue
         row = report[key]
         print(f"{name:28} {row['p50_s']:7.3f} {row['p95_s']:7.3f} {row['peak_rss_mb']:12} {row['runs']:5}")
     print(f"search.py is {report['speedup_p50']}x faster at p50")
     print(f"in-process query (embedding + hybrid retrieval): p50 {report['in_process_query_ms']['p50']} ms, "
           f"p95 {report['in_process_query_ms']['p95']} ms")
+    mcp = report["mcp"]
+    print(f"MCP server, per search call through the client: p50 {mcp['p50_ms']} ms, p95 {mcp['p95_ms']} ms "
+          f"({mcp['calls']} calls); server RSS {mcp['rss_mb']} MB, peak {mcp['peak_rss_mb']} MB")
     print(json.dumps(report))
     if args.json:
         args.json.write_text(json.dumps(report, indent=2))

@@ -8,11 +8,14 @@ Runs the product's own search, in-process, on your data dir.
 
     .venv/bin/python bench/golden_queries.py my-questions.jsonl [--k 5] [--mode hybrid] [--index all]
 
-stdout: one JSON document (queries, hit@1, hit@3, hit@k, mrr@k, misses).
+stdout: one JSON document (queries, hit@1, hit@3, hit@k, mrr@k, misses, and
+first_result_scores: the cosine scores of first results that were right and of those
+that were wrong, as min, median and max: what a score means on your index).
 """
 
 import argparse
 import json
+import statistics
 import sys
 from pathlib import Path
 
@@ -41,6 +44,12 @@ def matches(item, expected: list[str]) -> bool:
     return any(name and name.endswith(value) for name in names for value in expected)
 
 
+def spread(scores: list[float]) -> dict | None:
+    if not scores:
+        return None
+    return {"count": len(scores), "min": round(min(scores), 3), "median": round(statistics.median(scores), 3), "max": round(max(scores), 3)}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("golden", type=Path, help="JSONL of {query, expected}")
@@ -55,9 +64,12 @@ def main() -> int:
     hits = {1: 0, 3: 0, args.k: 0}
     reciprocal = 0.0
     misses = []
+    first_scores: dict[str, list[float]] = {"right": [], "wrong": []}
     for query, expected in golden:
         result = searcher.search(query, SearchOptions(top_k=args.k, mode=args.mode))
         rank = next((rank for rank, item in enumerate(result.hits, start=1) if matches(item, expected)), None)
+        if result.hits:
+            first_scores["right" if rank == 1 else "wrong"].append(result.hits[0].score)
         if rank is None:
             misses.append({"query": query, "expected": expected, "got": [item.metadata.get("file") for item in result.hits]})
             continue
@@ -67,7 +79,8 @@ def main() -> int:
     searcher.close()
     count = len(golden)
     report = {"queries": count, **{f"hit@{k}": round(n / count, 4) for k, n in sorted(hits.items())},
-              f"mrr@{args.k}": round(reciprocal / count, 4), "mode": args.mode, "misses": misses}
+              f"mrr@{args.k}": round(reciprocal / count, 4), "mode": args.mode, "misses": misses,
+              "first_result_scores": {key: spread(values) for key, values in first_scores.items()}}
     print(json.dumps(report, indent=2, ensure_ascii=False))
     return 0
 

@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Soak: index runs over a changing corpus, killed at random moments, while searches loop.
 
-Searchers (in-process loops that open the index afresh each time, and fresh
-search.py processes) query the personal index while the corpus is edited and
+Searchers (in-process loops: a warm retrieval.Searcher that follows published
+generations, as the MCP server does, and loops that open the index afresh each
+time; and fresh search.py processes) query the personal index while the corpus is edited and
 index_personal.py runs are started and, most of the time, killed with SIGKILL
 at a random point. At the end one run completes, and its index is compared
 with a full rebuild of the same corpus. Reports searches, failures, kills and
@@ -57,7 +58,7 @@ def searcher(data: Path, stop: Path, mode: str, seed: int) -> int:
     """Loop searches until `stop` exists; print {"searches", "failures", "errors"} as JSON."""
     from rag_search.config import load_settings
     from rag_search.embedding import find_model, query_embedder
-    from rag_search.retrieval import SearchOptions, open_stores, search
+    from rag_search.retrieval import Searcher, SearchOptions, open_stores, search
     from rag_search.store import fingerprint
 
     rng = random.Random(seed)
@@ -65,6 +66,7 @@ def searcher(data: Path, stop: Path, mode: str, seed: int) -> int:
     settings = load_settings(data_dir=str(data))
     model = find_model()
     embedder = None
+    warm = Searcher(settings, "personal") if mode == "warm" else None
     while not stop.exists():
         query = rng.choice(QUERIES)
         try:
@@ -73,6 +75,9 @@ def searcher(data: Path, stop: Path, mode: str, seed: int) -> int:
                                             query], capture_output=True, text=True, timeout=120)
                 if completed.returncode != 0 or not json.loads(completed.stdout)["results"]:
                     raise RuntimeError(f"search.py exit {completed.returncode}: {completed.stderr.strip()[-300:]}")
+            elif warm is not None:  # the stores stay open and are reopened when a run publishes
+                if not warm.search(query, SearchOptions()).hits:
+                    raise RuntimeError("no results")
             else:  # the index is opened afresh for every search, to follow the runs; the model stays loaded
                 stores, _ = open_stores(settings, "personal", fingerprint(model))
                 try:
@@ -86,6 +91,8 @@ def searcher(data: Path, stop: Path, mode: str, seed: int) -> int:
         except Exception as exc:  # counted, not raised: the soak reports every failure
             stats["failures"] += 1
             stats["errors"] = (stats["errors"] + [f"{type(exc).__name__}: {exc}"[:300]])[-5:]
+    if warm is not None:
+        warm.close()
     print(json.dumps(stats))
     return 0
 
@@ -119,9 +126,10 @@ def soak(seconds: float, searchers: int, cold_searchers: int, notes: int, seed: 
     if first.wait() != 0:
         raise SystemExit(f"the first index run failed: {first.stderr.read().decode()[-1000:]}")
 
+    modes = [("warm", "inprocess")[number % 2] for number in range(searchers)] + ["cold"] * cold_searchers
     workers = [subprocess.Popen([sys.executable, __file__, "--searcher", str(data), str(stop), mode, str(seed + i)],
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-               for i, mode in enumerate(["inprocess"] * searchers + ["cold"] * cold_searchers)]
+               for i, mode in enumerate(modes)]
     started = time.monotonic()
     runs = {"started": 0, "killed": 0, "completed": 0, "failed": 0}
     index_errors = []
@@ -175,7 +183,7 @@ def main() -> int:
         return searcher(Path(data), Path(stop), mode, int(seed))
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seconds", type=float, default=300, help="how long to keep killing index runs (default 300)")
-    parser.add_argument("--searchers", type=int, default=2, help="in-process search loops (default 2)")
+    parser.add_argument("--searchers", type=int, default=2, help="in-process search loops, warm and fresh in turn (default 2)")
     parser.add_argument("--cold-searchers", type=int, default=1, help="loops of fresh search.py processes (default 1)")
     parser.add_argument("--notes", type=int, default=60, help="notes in the corpus at the start (default 60)")
     parser.add_argument("--seed", type=int, default=1)

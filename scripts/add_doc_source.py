@@ -38,7 +38,7 @@ FIELD_FLAGS = {"name": "name", "type": "type", "url": "url", "path": "path", "gl
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = cli.make_parser("add_doc_source.py", __doc__, EPILOG)
+    parser = cli.make_parser("add_doc_source.py", __doc__, EPILOG, cli.INDEX_EXIT_CODES)
     action = parser.add_mutually_exclusive_group()
     action.add_argument("--list", action="store_true", help="list registered sources and what is indexed of each")
     action.add_argument("--remove", metavar="ID", help="unregister a source and delete its chunks and cached clone")

@@ -32,7 +32,7 @@ stdout: one JSON document {"sources": [one summary per source], "removed_sources
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = cli.make_parser("index_docs.py", __doc__, EPILOG)
+    parser = cli.make_parser("index_docs.py", __doc__, EPILOG, cli.INDEX_EXIT_CODES)
     which = parser.add_mutually_exclusive_group(required=True)
     which.add_argument("--all", action="store_true", help="every registered source")
     which.add_argument("--source", action="append", metavar="ID", help="one source id (repeatable)")

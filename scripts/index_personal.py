@@ -34,7 +34,7 @@ skipped with reasons, failed_roots, missing_roots, chunks, seconds); with --forg
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = cli.make_parser("index_personal.py", __doc__, EPILOG)
+    parser = cli.make_parser("index_personal.py", __doc__, EPILOG, cli.INDEX_EXIT_CODES)
     parser.add_argument("roots", nargs="*", metavar="ROOT", help="folders to index (default: see below)")
     parser.add_argument("--full", action="store_true", help="rebuild the personal collection from scratch")
     parser.add_argument("--forget", action="append", metavar="ROOT",
@@ -50,8 +50,9 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def index(args: argparse.Namespace) -> int:
+    from rag_search.errors import one_line
     from rag_search.runs import index_run
-    from rag_search.sources.personal import COLLECTION, choose_roots, index_personal, recorded_roots, remember_roots
+    from rag_search.sources.personal import COLLECTION, choose_roots, index_personal, record_runs, recorded_roots, remember_roots
 
     settings = cli.settings(args, roots=args.roots)
     for warning in settings.warnings:
@@ -61,10 +62,16 @@ def index(args: argparse.Namespace) -> int:
         return forget(settings, recorded, args.forget)
     roots, missing, origin = choose_roots(settings, recorded)
     log.info("using roots from %s: %s", origin, ", ".join(str(root) for root in roots))
-    with index_run(settings, COLLECTION, fresh=args.full) as run:
-        summary = index_personal(run.store, run.pipeline, roots, settings, full=args.full, allow_shrink=args.allow_shrink,
-                                 quiet=args.quiet)
-        remember_roots(run.store, [*recorded, *roots])
+    try:
+        with index_run(settings, COLLECTION, fresh=args.full) as run:
+            summary = index_personal(run.store, run.pipeline, roots, settings, full=args.full, allow_shrink=args.allow_shrink,
+                                     quiet=args.quiet)
+            remember_roots(run.store, [*recorded, *roots])
+    except Exception as exc:
+        record_runs(settings.data_dir, roots, {}, error=one_line(exc))
+        raise
+    failed = {failure["root"]: failure["error"] for failure in summary["failed_roots"]}
+    record_runs(settings.data_dir, [*roots, *missing], {**failed, **{str(root): "missing or not a folder" for root in missing}})
     cli.emit_json({**summary, "missing_roots": [str(root) for root in missing], "published": run.published, "roots_from": origin})
     return EXIT_PARTIAL if summary["failed_roots"] else 0
 

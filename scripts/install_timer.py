@@ -4,7 +4,6 @@
 import argparse
 import os
 import re
-import shutil
 import subprocess
 import sys
 import urllib.parse
@@ -16,8 +15,9 @@ use_project_venv()
 
 from rag_search import cli  # noqa: E402
 from rag_search.atomic import write_atomically  # noqa: E402
-from rag_search.config import expand  # noqa: E402
+from rag_search.config import expand, load_settings  # noqa: E402
 from rag_search.errors import ConfigError, StoreError  # noqa: E402
+from rag_search.timer import TIMER, UNITS, user_manager  # noqa: E402
 
 EPILOG = """what it does:
   renders systemd/rag-index.service and rag-index.timer with this checkout's
@@ -39,8 +39,6 @@ stdout: one JSON document: "action", "dry_run", "unit_dir", "written",
   Exit 6: a path that cannot be put into a unit file; exit 7: the unit folder
   cannot be written, or systemctl failed. See references/timer.md."""
 
-UNITS = ("rag-index.service", "rag-index.timer")
-TIMER = "rag-index.timer"
 SHIPPED_DIR = cli.SKILL_DIR / "systemd"
 SHIPPED_PREFIX = "%h/.claude/skills/rag-search"
 PREFIX_TOKEN = re.compile(re.escape(SHIPPED_PREFIX) + r'(?P<rest>/[^\s"]*)?')
@@ -50,12 +48,11 @@ PATH_VARIABLES = ("RAG_SEARCH_HOME", "RAG_SEARCH_CONFIG", "RAG_SEARCH_SOURCES", 
 PLAIN_VARIABLES = ("RAG_SEARCH_CHROMA_URL",)
 PATH_LIST_VARIABLES = ("RAG_SEARCH_PERSONAL_DIRS",)
 SYSTEMCTL_TIMEOUT = 60
-PROBE_TIMEOUT = 5
 INSTALL_STEPS = [["daemon-reload"], ["enable", "--now", TIMER]]
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = cli.make_parser("install_timer.py", __doc__, EPILOG, chroma_url=False)
+    parser = cli.make_parser("install_timer.py", __doc__, EPILOG, (0, 1, 2, 6, 7), chroma_url=False)
     parser.add_argument("--unit-dir", metavar="DIR", help="where the unit files go (default: see below)")
     parser.add_argument("--dry-run", action="store_true", help="write nothing and run nothing; print the rendered units")
     parser.add_argument("--uninstall", action="store_true", help="disable the timer and remove the two unit files")
@@ -195,11 +192,7 @@ def missing_programs() -> list[str]:
 
 
 def unit_dir(option: str | None) -> Path:
-    if option:
-        return expand(option)
-    config_home = os.environ.get("XDG_CONFIG_HOME", "")
-    base = Path(config_home) if os.path.isabs(config_home) else expand("~/.config")
-    return base / "systemd" / "user"
+    return expand(option) if option else load_settings().unit_dir
 
 
 def holds(path: Path, text: str) -> bool:
@@ -238,24 +231,6 @@ def remove(path: Path) -> bool:
 
 def command_line(args: list[str]) -> str:
     return " ".join(["systemctl", "--user", *args])
-
-
-def user_manager() -> tuple[str | None, str]:
-    """(path of systemctl, "") when a user service manager answers, else (None, why not)."""
-    systemctl = shutil.which("systemctl")
-    if not systemctl:
-        return None, "systemctl is not installed"
-    try:
-        probe = subprocess.run(
-            [systemctl, "--user", "show-environment"], capture_output=True, text=True, timeout=PROBE_TIMEOUT, stdin=subprocess.DEVNULL
-        )
-    except subprocess.TimeoutExpired:
-        return None, f"`systemctl --user show-environment` did not answer within {PROBE_TIMEOUT} s"
-    except OSError as exc:
-        return None, f"cannot run systemctl: {exc.strerror or exc}"
-    if probe.returncode != 0:
-        return None, (probe.stderr.strip().splitlines() or [f"exit {probe.returncode}"])[-1]
-    return systemctl, ""
 
 
 def systemctl_run(systemctl: str, args: list[str]) -> None:

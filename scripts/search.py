@@ -10,14 +10,24 @@ use_project_venv()
 
 from rag_search import cli  # noqa: E402
 
-EPILOG = """output (JSON on stdout):
-  {"query", "results": [{"rank", "score", "source", "file", "chunk", "metadata"}],
+EXIT_CODES = (0, 1, 2, 3, 4, 5, 6, 7)
+MEANINGS = {0: "success (an empty result list is success)",
+            2: "bad command line: a bad flag or value, an empty query, an unknown --source id",
+            6: "bad input: the config file", 7: "store cannot be opened (damaged: the message names the rebuild)"}
+
+EPILOG = """output (JSON on stdout, one line unless stdout is a terminal):
+  {"query", "results": [{"rank", "score", "source", "file", "id", "chunk", "metadata"}],
    "searched_collections", "total_chunks_searched", "mode", "truncated"}
+  metadata: what to cite (heading, date, url or path, doc_version, commit, record
+  fields the chunk does not show); a later result of the same file omits what its
+  first result said (path, date, tags); --verbose gives every stored field.
   score: the cosine similarity of chunk and query, 0 to 1, higher is better, in every
   mode. rank: the order of the mode: hybrid (default) fuses keyword (BM25) and meaning
   (vector) rankings by reciprocal rank fusion, so an exact identifier can rank above a
   chunk with a higher score. --explain adds each stage's ranks and scores.
   No match is not an error: exit 0 with an empty "results" list.
+  A query that starts with "-" goes after "--": search.py -- "-v flag".
+  Read a whole file or a chunk with its neighbours: get.py FILE_OR_ID.
 
 dates (--since, --until): YYYY-MM-DD, an ISO time, or 7d, 2w, 3m, 1y ago; they apply
 to the chunk's own date (front matter, record field, commit, Last-Modified, mtime).
@@ -45,7 +55,7 @@ def number_in(low: float, high: float, kind=int):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = cli.make_parser("search.py", __doc__, EPILOG)
+    parser = cli.make_parser("search.py", __doc__, EPILOG, EXIT_CODES, MEANINGS)
     parser.add_argument("query", help="what to look for, in plain words or exact identifiers")
     parser.add_argument("--index", choices=["personal", "docs", "all"], default="all", help="which collection to search (default: all)")
     parser.add_argument("--top-k", type=number_in(1, 100), default=5, metavar="N", help="number of results, 1-100 (default: 5)")
@@ -68,12 +78,16 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--explain", action="store_true", help="add each result's ranks and scores per stage")
     parser.add_argument("--no-refresh", action="store_true",
                         help="do not bring in personal files changed since the index (see 'fresh at search time' below)")
+    parser.add_argument("--verbose", action="store_true", help="every stored metadata field (default: only what to cite)")
     parser.add_argument("--format", choices=["json", "text"], default="json", help="json for agents (default), text for people")
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not args.query.strip():
+        parser.error("the query is empty; give the question in plain words (a query starting with - goes after --)")
     cli.setup_logging(quiet=True)
     return cli.run(lambda: search(args), json_errors=args.format == "json")
 
@@ -83,7 +97,7 @@ def search(args: argparse.Namespace) -> int:
     from rag_search.embedding import find_model, query_embedder
     from rag_search.isolation import run_isolated
     from rag_search.rerank import CrossEncoderReranker, find_rerank_model
-    from rag_search.retrieval import SearchOptions, open_stores
+    from rag_search.retrieval import SearchOptions, open_stores, stores_for
     from rag_search.retrieval import search as run_search
     from rag_search.store import fingerprint
 
@@ -116,7 +130,7 @@ def search(args: argparse.Namespace) -> int:
             for note in notes:
                 print(f"note: {note}", file=sys.stderr)
             reranker = CrossEncoderReranker(rerank_model) if rerank_model else None
-            return run_search(stores, args.query, receive_vector(), options, reranker)
+            return run_search(stores_for(stores, args.source), args.query, receive_vector(), options, reranker)
         finally:
             for store in stores.values():
                 store.close()
@@ -124,10 +138,10 @@ def search(args: argparse.Namespace) -> int:
     stale = freshen(settings) if args.index != "docs" and settings.server is None and not args.no_refresh else None
     # The parent embeds the query while the child opens ChromaDB (half a second of imports).
     result = run_isolated(read_index, lambda: query_embedder(settings.data_dir, model).embed([args.query])[0])
-    payload = output.result_payload(result, metadata_only=args.metadata_only, explain=args.explain)
+    payload = output.result_payload(result, metadata_only=args.metadata_only, explain=args.explain, verbose=args.verbose)
     if stale:
         payload["stale"] = stale
-    print(output.to_json(payload) if args.format == "json" else output.to_text(payload))
+    print(cli.to_json(payload) if args.format == "json" else output.to_text(payload))
     return 0
 
 

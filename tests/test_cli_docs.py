@@ -80,7 +80,8 @@ def test_git_source_end_to_end_and_incremental_by_blob(k0s_repo, tmp_path):
     registry = json.loads((tmp_path / "home" / "sources.json").read_text())
     assert registry["sources"][0]["last_commit"] == first_commit and "last_indexed" in registry["sources"][0]
 
-    found = run_script("search.py", "--data-dir", data, "--index", "docs", "--top-k", "1", "how do I upgrade k0s without breaking it?")
+    found = run_script("search.py", "--data-dir", data, "--index", "docs", "--top-k", "1", "--verbose",
+                       "how do I upgrade k0s without breaking it?")
     assert found.code == 0, found
     top = found.json["results"][0]
     assert top["source"] == "docs" and top["file"] == "k0s/docs/upgrade.md"

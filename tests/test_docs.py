@@ -1,5 +1,7 @@
 """The documentation matches the code: help texts, SKILL.md, README, exit codes."""
 
+import json
+import os
 import re
 import subprocess
 import sys
@@ -75,4 +77,35 @@ def test_exit_codes_are_documented_in_the_reference():
     codes = {value for name, value in vars(errors).items() if name.startswith("EXIT_") and isinstance(value, int)}
     for code in codes:
         assert re.search(rf"^\| {code} \|", reference, re.MULTILINE), f"exit code {code} missing from references/cli.md"
-        assert re.search(rf"^  {code}  ", errors.EXIT_CODES_HELP, re.MULTILINE), f"exit code {code} missing from --help"
+        assert code in errors.EXIT_MEANINGS, f"exit code {code} has no meaning for --help"
+
+
+def test_the_plugin_manifest_ships_the_skill_and_the_mcp_server():
+    """Claude Code's plugin layout: .claude-plugin/ holds only plugin.json; components live at the plugin root;
+    paths are relative ("./") or start with ${CLAUDE_PLUGIN_ROOT}; a skills path holds SKILL.md folders (here the root)."""
+    folder = PROJECT / ".claude-plugin"
+    assert [path.name for path in folder.iterdir()] == ["plugin.json"]
+    manifest = json.loads((folder / "plugin.json").read_text())
+    known = {"name", "version", "description", "author", "homepage", "repository", "license", "keywords", "commands", "agents",
+             "skills", "hooks", "mcpServers", "outputStyles", "lspServers"}
+    assert set(manifest) <= known and {"name", "version", "description"} <= set(manifest)
+    front, _ = skill_frontmatter()
+    assert manifest["name"] == front["name"] and re.fullmatch(r"\d+\.\d+\.\d+", manifest["version"])
+    assert manifest["skills"].startswith("./") and (PROJECT / manifest["skills"] / "SKILL.md").is_file()
+    server = manifest["mcpServers"]["rag-search"]
+    assert server["command"].startswith("${CLAUDE_PLUGIN_ROOT}/")
+    program = PROJECT / server["command"].removeprefix("${CLAUDE_PLUGIN_ROOT}/")
+    assert program.is_file() and os.access(program, os.X_OK) and program.read_text().startswith("#!/usr/bin/env python3")
+
+
+def test_the_mcp_json_example_and_the_readme_name_the_server():
+    example = json.loads((PROJECT / "examples" / "claude-code" / ".mcp.json").read_text())
+    assert example["mcpServers"]["rag-search"]["command"].endswith("/rag-search/scripts/mcp_server.py")
+    readme = (PROJECT / "README.md").read_text()
+    assert "claude mcp add rag-search -- ~/.claude/skills/rag-search/scripts/mcp_server.py" in readme
+
+
+def test_the_users_registry_is_not_tracked_and_an_example_ships():
+    assert json.loads((PROJECT / "references" / "sources.example.json").read_text())["sources"]
+    ignored = subprocess.run(["git", "check-ignore", "-q", "references/sources.json"], cwd=PROJECT)
+    assert ignored.returncode == 0, "references/sources.json must be ignored by git"

@@ -27,3 +27,6 @@ def test_reports_hit_rates_mrr_and_misses(example_index, tmp_path):
     assert report["hit@5"] == 0.75 and report["hit@1"] == 0.75
     assert report["mrr@5"] == 0.75
     assert [miss["query"] for miss in report["misses"]] == ["how is the weather in Paris"]
+    right, wrong = report["first_result_scores"]["right"], report["first_result_scores"]["wrong"]
+    assert right["count"] == 3 and wrong["count"] == 1
+    assert 0 < right["min"] <= right["median"] <= right["max"] <= 1 and wrong["min"] == wrong["max"]

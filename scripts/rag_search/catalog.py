@@ -102,6 +102,25 @@ class Catalog:
     def identities(self, source_id: str) -> dict[str, str | None]:
         """Key -> identity of the documents of one source (cheaper than documents(): no state is decoded)."""
         return dict(self._db.execute("SELECT key, identity FROM documents WHERE source_id = ?", (source_id,)))
+    def find_documents(self, reference: str) -> list[DocumentRecord]:
+        """Documents whose file (as results show it), key, or key without its source prefix (a path, a URL) is `reference`."""
+        rows = self._db.execute(
+            "SELECT key, source_id, file, identity, content_hash, chunk_count, indexed_at, state FROM documents "
+            "WHERE file = ? OR key = ? OR substr(key, instr(key, ':') + 1) = ? ORDER BY key", (reference, reference, reference))
+        return [DocumentRecord(*row[:7], json.loads(row[7]) if row[7] else None) for row in rows]
+
+    def ordered_chunk_ids(self, key: str) -> list[str]:
+        """Ids of one document's chunks, in the document's order."""
+        return [row[0] for row in self._db.execute("SELECT id FROM chunks WHERE doc_key = ? ORDER BY ord", (key,))]
+
+    def document_of_chunk(self, chunk_id: str) -> str | None:
+        row = self._db.execute("SELECT doc_key FROM chunks WHERE id = ?", (chunk_id,)).fetchone()
+        return row[0] if row else None
+
+    def document_count(self, source_id: str | None = None) -> int:
+        if source_id is None:
+            return self._db.execute("SELECT COUNT(*) FROM documents").fetchone()[0]
+        return self._db.execute("SELECT COUNT(*) FROM documents WHERE source_id = ?", (source_id,)).fetchone()[0]
 
     def source_ids(self) -> set[str]:
         """Every source with documents or saved state."""

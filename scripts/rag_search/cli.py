@@ -16,9 +16,10 @@ import warnings
 from pathlib import Path
 
 from .config import DEFAULT_WAIT_SECONDS, SKILL_DIR, Settings, load_settings
-from .errors import EXIT_CODES_HELP, EXIT_FAILURE, EXIT_STORE, RagSearchError, is_disk_full
+from .errors import EXIT_FAILURE, EXIT_STORE, EXIT_USAGE, RagSearchError, exit_codes_help, is_disk_full
 
 VENV_DIR = SKILL_DIR / ".venv"
+INDEX_EXIT_CODES = (0, 1, 2, 5, 6, 7, 8, 9)  # what the scripts that write the index can return
 
 
 def use_project_venv() -> None:
@@ -32,12 +33,34 @@ def use_project_venv() -> None:
         os.execv(str(python), [str(python), *sys.argv])
 
 
-def make_parser(prog: str, description: str, epilog: str, chroma_url: bool = True) -> argparse.ArgumentParser:
-    """A parser whose --help ends with `epilog` and the exit codes, and takes --data-dir (and --chroma-url)."""
-    parser = argparse.ArgumentParser(
+class Parser(argparse.ArgumentParser):
+    """argparse, keeping the script contract for usage errors too: exit 2, one line on stderr, the JSON error on stdout."""
+
+    def parse_args(self, args=None, namespace=None):
+        self._argv = sys.argv[1:] if args is None else list(args)
+        return super().parse_args(args, namespace)
+
+    def error(self, message: str):
+        hint = f"see {self.prog} --help"
+        print(f"error: {message} (hint: {hint})", file=sys.stderr)
+        if not _wants_text(getattr(self, "_argv", sys.argv[1:])):
+            emit_json(error_payload(EXIT_USAGE, "UsageError", message, hint))
+        sys.exit(EXIT_USAGE)
+
+
+def _wants_text(argv: list[str]) -> bool:
+    """Whether the command line asks for --format text (which prints no JSON), read before parsing could finish."""
+    return "--format=text" in argv or any(a == "--format" and b == "text" for a, b in zip(argv, argv[1:], strict=False))
+
+
+def make_parser(prog: str, description: str, epilog: str, exit_codes: tuple[int, ...], meanings: dict[int, str] | None = None,
+                chroma_url: bool = True) -> argparse.ArgumentParser:
+    """A parser whose --help ends with `epilog` and the script's own `exit_codes` (with the script's own words for
+    some, in `meanings`), and takes --data-dir (and --chroma-url)."""
+    parser = Parser(
         prog=prog,
         description=description,
-        epilog=f"{epilog}\n\n{EXIT_CODES_HELP}",
+        epilog=f"{epilog}\n\n{exit_codes_help(exit_codes, meanings)}",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--data-dir", help="store folder (default: $RAG_SEARCH_HOME or ~/.claude/data/rag-search)")
@@ -108,8 +131,18 @@ def setup_logging(quiet: bool = False) -> None:
     warnings.filterwarnings("ignore")
 
 
+def to_json(payload: dict) -> str:
+    """Indented for a person at a terminal; one line for an agent or a pipe (whitespace costs context)."""
+    return json.dumps(payload, ensure_ascii=False, indent=2 if sys.stdout.isatty() else None)
+
+
 def emit_json(payload: dict) -> None:
-    print(json.dumps(payload, ensure_ascii=False, indent=2), flush=True)
+    print(to_json(payload), flush=True)
+
+
+def error_payload(code: int, kind: str, message: str, hint: str | None) -> dict:
+    """The JSON error document, the same on stdout and in MCP tool errors."""
+    return {"error": {"code": code, "type": kind, "message": message, "hint": hint}}
 
 
 def run(action, json_errors: bool = True) -> int:
@@ -119,7 +152,7 @@ def run(action, json_errors: bool = True) -> int:
     except RagSearchError as exc:
         print(f"error: {exc}", file=sys.stderr)
         if json_errors:
-            emit_json({"error": {"code": exc.exit_code, "type": type(exc).__name__, "message": exc.message, "hint": exc.hint}})
+            emit_json(error_payload(exc.exit_code, type(exc).__name__, exc.message, exc.hint))
         return exc.exit_code
     except KeyboardInterrupt:
         print("error: interrupted", file=sys.stderr)
@@ -132,10 +165,10 @@ def run(action, json_errors: bool = True) -> int:
             message, hint = f"the disk is full: {exc}; the previous index still serves", "free disk space and rerun"
             print(f"error: {message} (hint: {hint})", file=sys.stderr)
             if json_errors:
-                emit_json({"error": {"code": EXIT_STORE, "type": "DiskFull", "message": message, "hint": hint}})
+                emit_json(error_payload(EXIT_STORE, "DiskFull", message, hint))
             return EXIT_STORE
         traceback.print_exc()
         print(f"error: unexpected {type(exc).__name__}: {exc} (hint: this is a bug; please report the traceback above)", file=sys.stderr)
         if json_errors:
-            emit_json({"error": {"code": EXIT_FAILURE, "type": type(exc).__name__, "message": str(exc), "hint": "this is a bug"}})
+            emit_json(error_payload(EXIT_FAILURE, type(exc).__name__, str(exc), "this is a bug"))
         return EXIT_FAILURE

@@ -68,6 +68,7 @@ class Settings:
     recency_half_life_days: float | None = None
     wait_seconds: float = DEFAULT_WAIT_SECONDS
     warnings: tuple[str, ...] = ()  # about the config file, for the caller to log
+    unit_dir: Path = Path("~/.config/systemd/user")  # where the systemd user units go: $XDG_CONFIG_HOME/systemd/user
 
 
 def load_settings(
@@ -106,9 +107,15 @@ def load_settings(
         ignore_patterns=tuple(file.get("ignore_patterns", ())),
         recency_half_life_days=recency_half_life or file.get("recency_half_life_days"),
         wait_seconds=DEFAULT_WAIT_SECONDS if wait is None else wait,
+        unit_dir=_unit_dir(env.get("XDG_CONFIG_HOME", "")),
         warnings=tuple(f"config file {config_file}: unknown key {key!r} ignored" for key in sorted(set(file) - KNOWN_KEYS)),
         **{key: file.get(key, default) for key, default in LIMITS.items()},
     )
+
+
+def _unit_dir(config_home: str) -> Path:
+    base = Path(config_home) if os.path.isabs(config_home) else expand("~/.config")
+    return base / "systemd" / "user"
 
 
 def chroma_server(url: str | None, raw_headers: str = "") -> ChromaServer | None:

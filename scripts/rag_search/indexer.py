@@ -10,6 +10,7 @@ import hashlib
 import json
 import logging
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import PurePosixPath
 
@@ -78,6 +79,7 @@ class SourceDocument:
     state: dict | None = None  # kept for the source between runs (a page's ETag)
     documentation: bool = False  # published documentation (git, web): credential-shaped values it calls examples are kept
     warnings: list[str] = field(default_factory=list)  # the loader's, for the run's log (an include stub not found)
+    section_metadata: Callable[[str], dict] | None = None  # metadata of the chunks under a heading (a web section's URL)
 
 
 @dataclass
@@ -190,6 +192,7 @@ class IndexWriter:
             **document.metadata,
             **file_metadata,
             **chunk.metadata,
+            **(secrets.redact_metadata(document.section_metadata(chunk.heading))[0] if document.section_metadata else {}),
         }
         if "date" not in metadata and document.fallback_date:
             metadata["date"], metadata["date_ts"] = document.fallback_date

@@ -1,25 +1,47 @@
-"""Rendering search results: the JSON document agents read, or text for people."""
+"""Rendering search results: the JSON document agents read, or text for people.
 
-import json
+Agents pay for every character, so by default each result carries only what an
+agent cites or acts on (file, heading, date, url or path, version and commit,
+record fields the passage does not already show), and a later result of a file
+already in the answer leaves out what its first result said about the file (a
+page's chunks come together in the ranking); --verbose brings back every stored
+field.
+"""
 
 from .retrieval import SearchResult
 
-# Stored for filtering and bookkeeping, not worth an agent's context.
-HIDDEN_METADATA = {"source", "file", "date_ts", "content_hash"}
+# Kept in the compact answer, in this order: where the passage is and how old, and which version of the docs; and
+# `suspect`, the warning that the passage reads like instructions to an AI (injection.py).
+CITED_METADATA = ("heading", "date", "url", "path", "doc_version", "commit", "suspect")
+# Fields of JSON records (and front matter tags), kept unless the passage already shows them.
+RECORD_METADATA = ("type", "status", "category", "context", "record_id", "confidence", "tags")
+# Facts about the file rather than the passage: said once per file in an answer, unless a later passage differs (a
+# record's own date, a section's URL).
+FILE_METADATA = ("path", "url", "date", "doc_version", "commit", "tags")
 
 
-def result_payload(result: SearchResult, metadata_only: bool = False, explain: bool = False) -> dict:
-    """The design's schema (query, results with rank, score, source, file, chunk, metadata,
+def result_payload(result: SearchResult, metadata_only: bool = False, explain: bool = False, verbose: bool = False) -> dict:
+    """The design's schema (query, results with rank, score, source, file, id, chunk, metadata,
     searched_collections, total_chunks_searched), extended with mode and truncated."""
     results = []
+    said: dict[tuple[str, str], dict] = {}  # (collection, file) -> what its first result's metadata said
     for rank, hit in enumerate(result.hits, start=1):
+        file = hit.metadata.get("file", "")
+        if verbose:
+            metadata = dict(sorted(hit.metadata.items()))
+        else:
+            metadata = compact_metadata(hit.metadata, hit.text)
+            first = said.setdefault((hit.collection, file), metadata)
+            if first is not metadata:
+                metadata = {key: value for key, value in metadata.items() if key not in FILE_METADATA or first.get(key) != value}
         item = {
             "rank": rank,
-            "score": round(hit.score, 4),
+            "score": round(hit.score, 4 if verbose else 3),
             "source": hit.collection,
-            "file": hit.metadata.get("file", ""),
+            "file": file,
+            "id": hit.id,
             "chunk": None if metadata_only else hit.text,
-            "metadata": _public_metadata(hit.metadata),
+            "metadata": metadata,
         }
         if explain:
             item["explain"] = hit.explain
@@ -34,8 +56,22 @@ def result_payload(result: SearchResult, metadata_only: bool = False, explain: b
     }
 
 
-def to_json(payload: dict) -> str:
-    return json.dumps(payload, ensure_ascii=False, indent=2)
+def compact_metadata(metadata: dict, text: str | None) -> dict:
+    """What an agent cites: no field that repeats another (root is in path, title in heading, source_id in file), no bookkeeping."""
+    kept = {key: metadata[key] for key in CITED_METADATA if key in metadata}
+    if "url" in kept:
+        kept.pop("path", None)  # a git clone's path: the URL is what to cite
+    for key in RECORD_METADATA:
+        value = metadata.get(key)
+        if value is not None and not (text and _shown(value, text)):
+            kept[key] = value
+    return kept
+
+
+def _shown(value, text: str) -> bool:
+    """Whether the passage already shows `value` (a JSON record's chunk lists its fields as `key: value` lines)."""
+    rendered = ", ".join(map(str, value)) if isinstance(value, list) else str(value)
+    return rendered in text
 
 
 def to_text(payload: dict) -> str:
@@ -56,7 +92,3 @@ def to_text(payload: dict) -> str:
     if payload["truncated"]:
         lines.append("(more results did not fit in --max-tokens)")
     return "\n".join(lines)
-
-
-def _public_metadata(metadata: dict) -> dict:
-    return {key: metadata[key] for key in sorted(metadata) if key not in HIDDEN_METADATA}

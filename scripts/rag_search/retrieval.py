@@ -16,6 +16,7 @@ every mode, so --min-score means the same thing everywhere; the order is the
 mode's ranking, which in hybrid mode is the fused one.
 """
 
+import contextlib
 import math
 import time
 from dataclasses import dataclass, field
@@ -25,15 +26,17 @@ import numpy as np
 from . import lexical
 from .config import Settings
 from .embedding import find_model, query_embedder
-from .errors import IndexNotBuilt
+from .errors import IndexNotBuilt, UsageError
 from .parsing import normalize_tag
 from .records import Filters, Hit
-from .store import COLLECTIONS, INDEX_COMMANDS, Store, fingerprint
+from .store import COLLECTIONS, INDEX_COMMANDS, Store, fingerprint, nothing_built
 
 MODES = ("hybrid", "dense", "lexical")
 RECORD_KINDS = ("json", "jsonl")  # a file of records: each record stands alone, it is not a section of a page
 SECONDS_PER_DAY = 86400.0
 CHARS_PER_TOKEN = 4  # the usual estimate for English text and code
+PERSONAL = "personal"  # the personal collection, and the source id of its documents
+NOTES_SAID = ".notes-said"
 
 
 @dataclass
@@ -75,52 +78,140 @@ class SearchResult:
     truncated: bool = False  # the token budget cut the list short
 
 
+def first_time(settings: Settings, note: str) -> bool:
+    """Whether `note` is news for this data dir: true once, remembered in <data dir>/.notes-said (best effort).
+
+    "The docs index has not been built yet" is worth saying once, not on every search of someone who uses only
+    the personal index.
+    """
+    said = settings.data_dir / NOTES_SAID
+    try:
+        if note in said.read_text(encoding="utf-8").splitlines():
+            return False
+    except (OSError, UnicodeDecodeError):
+        pass
+    with contextlib.suppress(OSError):
+        with open(said, "a", encoding="utf-8") as out:
+            out.write(" ".join(note.split()) + "\n")
+    return True
+
+
+def check_query(query: str) -> str:
+    """The query, unless it is empty or blank (which would match nothing, or everything)."""
+    if not query.strip():
+        raise UsageError("the query is empty", hint="give the question in plain words; a query starting with - goes after --")
+    return query
+
+
+def open_store(settings: Settings, name: str, expected: dict) -> Store:
+    """The published index of one collection, checked against the model's fingerprint."""
+    store = Store.open_for_reading(settings, name)
+    try:
+        store.check_fingerprint(expected)
+    except BaseException:
+        store.close()
+        raise
+    return store
+
+
 def open_stores(settings: Settings, index: str, expected: dict) -> tuple[dict[str, Store], list[str]]:
     """The stores to search for --index personal|docs|all, and notes about missing ones.
 
-    Asking for one index that was never built is an error; with `all`, a
-    missing one is skipped with a note, and it is an error only if none exists.
+    Asking for one index that was never built is an error; with `all`, a missing
+    one is skipped with a note (said once per data dir), and it is an error only
+    if none exists.
     """
     names = COLLECTIONS if index == "all" else (index,)
+    optional = index == "all"
     opened: dict[str, Store] = {}
     notes: list[str] = []
     try:
         for name in names:
             try:
-                store = Store.open_for_reading(settings, name)
-                opened[name] = store
-                store.check_fingerprint(expected)
+                opened[name] = open_store(settings, name, expected)
             except IndexNotBuilt as exc:
-                if name in opened:
-                    opened.pop(name).close()
-                if index != "all":
+                if not optional:
                     raise
-                notes.append(str(exc))
+                notes += [str(exc)] if first_time(settings, str(exc)) else []
                 continue
-            notes += store.notes
+            notes += opened[name].notes
     except BaseException:
         for store in opened.values():
             store.close()
         raise
     if not opened:
-        raise IndexNotBuilt("no index has been built yet", hint=f"run {INDEX_COMMANDS['personal']} and/or {INDEX_COMMANDS['docs']}")
+        raise nothing_built()
     return opened, notes
 
 
+def stores_for(stores: dict[str, Store], sources: list[str] | None) -> dict[str, Store]:
+    """The open stores that hold these sources (all of them without --source), so that only those are searched;
+    an unknown source id is an error naming the known ones."""
+    if not sources:
+        return stores
+    known = {name: store.source_ids() | ({PERSONAL} if name == PERSONAL else set()) for name, store in stores.items()}
+    every = set().union(*known.values())
+    unknown = [source_id for source_id in sources if source_id not in every]
+    if unknown:
+        hint = "see add_doc_source.py --list" if "docs" in stores else "doc source ids are in the docs index (--index docs or all)"
+        raise UsageError(f"unknown source id(s) {', '.join(unknown)}; known: {', '.join(sorted(every)) or 'none'}", hint=hint)
+    return {name: store for name, store in stores.items() if known[name] & set(sources)}
+
+
 class Searcher:
-    """A warm search: the model and the open index, for many queries in one process (benchmarks, a server)."""
+    """A warm search for many queries in one process (the MCP server, benchmarks): the model stays loaded and the
+    stores stay open, but follow index runs. Before each search, a collection whose published generation changed is
+    reopened and the old store closed, which releases its read lock so the next run can delete that generation."""
 
     def __init__(self, settings: Settings, index: str = "all"):
         model = find_model(settings.model_dir)
+        self.settings = settings
+        self.index = index
+        self.expected = fingerprint(model)
         self.embedder = query_embedder(settings.data_dir, model)
-        self.stores, self.notes = open_stores(settings, index, fingerprint(model))
+        self.stores: dict[str, Store] = {}
+        self.notes: list[str] = []  # what the last refresh found: e.g. an index not built yet
 
-    def search(self, query: str, options: SearchOptions) -> SearchResult:
-        return search(self.stores, query, self.embedder.embed([query])[0], options)
+    def refresh(self) -> dict[str, Store]:
+        """Open what was published since the last call (a collection built meanwhile too); the open stores.
+
+        A reopen that fails leaves the old store serving and raises, so the caller sees the problem.
+        """
+        self.notes = []
+        for name in COLLECTIONS if self.index == "all" else (self.index,):
+            current = self.stores.get(name)
+            if current is not None and not current.is_stale():
+                continue
+            try:
+                fresh = open_store(self.settings, name, self.expected)
+            except IndexNotBuilt as exc:
+                if current is None and self.index == "all":
+                    self.notes += [str(exc)] if first_time(self.settings, str(exc)) else []
+                    continue
+                raise
+            self.notes += fresh.notes
+            self.stores[name] = fresh
+            if current is not None:
+                current.close()
+        if not self.stores:
+            raise nothing_built()
+        return self.stores
+
+    def search(self, query: str, options: SearchOptions, index: str = "all", reranker=None) -> SearchResult:
+        """Search the open stores (or only the collection `index`), reopening first what an index run published."""
+        check_query(query)
+        stores = self.refresh()
+        if index != "all":
+            if index not in stores:
+                raise IndexNotBuilt(f"the {index} index has not been built yet", hint=f"run {INDEX_COMMANDS[index]}")
+            stores = {index: stores[index]}
+        stores = stores_for(stores, options.sources)
+        return search(stores, query, self.embedder.embed([query])[0], options, reranker)
 
     def close(self) -> None:
         for store in self.stores.values():
             store.close()
+        self.stores = {}
 
 
 def search(stores: dict[str, Store], query: str, vector: np.ndarray, options: SearchOptions, reranker=None) -> SearchResult:

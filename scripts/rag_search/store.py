@@ -282,6 +282,42 @@ class Store:
         with self._reading():
             return self._catalog.chunk_count(source_id)
 
+    def document_count(self, source_id: str | None = None) -> int:
+        with self._reading():
+            return self._catalog.document_count(source_id)
+
+    def find_documents(self, reference: str) -> list[DocumentRecord]:
+        """The documents a reference names: the file a result shows, a path on disk, a page URL, or a document key."""
+        with self._reading():
+            return self._catalog.find_documents(reference)
+
+    def document_of_chunk(self, chunk_id: str) -> DocumentRecord | None:
+        """The document holding the chunk `chunk_id`, or None if this index has no such chunk."""
+        with self._reading():
+            key = self._catalog.document_of_chunk(chunk_id)
+            return self._catalog.documents(key_prefix=key).get(key) if key else None
+
+    def document_chunks(self, key: str) -> list[StoredChunk]:
+        """One document's chunks, in the document's order."""
+        with self._reading():
+            ids = self._catalog.ordered_chunk_ids(key)
+            found = {chunk_id: StoredChunk(chunk_id, text, metadata) for chunk_id, text, metadata, _ in self._vectors.chunks(ids)}
+        return [found[chunk_id] for chunk_id in ids if chunk_id in found]
+
+    def is_stale(self) -> bool:
+        """Whether an index run has published since this store was opened for reading (it then reads an old generation)."""
+        if self.settings.server is not None:
+            with self._reading():
+                return self._vectors.fresh_version() != (self._catalog.source_state(MIRROR_STATE) or {}).get("version")
+        return generations.published(self.settings.data_dir / self.name)[0] != self.folder.name
+
+    def generation(self) -> dict:
+        """What this store reads: the generation's name, when it was published and its size on disk (None in server mode)."""
+        if self.settings.server is not None:
+            return {"generation": None, "server": self.settings.server.url}
+        return {"generation": self.folder.name, "published": generations.published_at(self.folder),
+                "size_bytes": _folder_size(self.folder)}
+
     def keyword_ids(self) -> set[str]:
         """Ids of the chunks in the keyword index (to check it agrees with the vectors)."""
         return self._catalog.keyword_index_ids()
@@ -554,6 +590,26 @@ class Store:
             self._catalog.clear()
             self._catalog.write(keyword_documents(self._vectors.chunks()))
             self._catalog.set_source_state(MIRROR_STATE, {"version": version})
+
+
+def nothing_built() -> IndexNotBuilt:
+    return IndexNotBuilt("no index has been built yet", hint=f"run {INDEX_COMMANDS['personal']} and/or {INDEX_COMMANDS['docs']}")
+
+
+def open_published(settings: Settings) -> dict[str, Store]:
+    """Every collection that has a published index, open for reading (no model needed); the caller closes them."""
+    stores: dict[str, Store] = {}
+    try:
+        for name in COLLECTIONS:
+            try:
+                stores[name] = Store.open_for_reading(settings, name)
+            except IndexNotBuilt:
+                continue
+    except BaseException:
+        for store in stores.values():
+            store.close()
+        raise
+    return stores
 
 
 def keyword_documents(chunks: list[tuple[str, str, dict, object]]) -> list[tuple[DocumentRecord, list[ChunkRecord]]]:

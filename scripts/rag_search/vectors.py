@@ -122,6 +122,11 @@ class VectorIndex:
         collection = self.collection
         return str((collection.metadata or {}).get(VERSION_KEY, "")) if collection is not None else ""
 
+    def fresh_version(self) -> str:
+        """Server mode: the stamp as the server has it now (the cached collection may be older)."""
+        self._collection = None
+        return self.version()
+
     def create(self, fingerprint: dict) -> None:
         """(Re)create the collection, empty, with this fingerprint."""
         from chromadb.errors import NotFoundError

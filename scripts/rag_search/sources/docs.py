@@ -75,7 +75,7 @@ def _listing(spec: SourceSpec, settings: Settings, store: Store, fetcher: WebFet
     if isinstance(spec, GitSource):
         return git_listing(spec, cache_dir(settings.data_dir, spec.id), settings.max_file_bytes, store.source_state(spec.id))
     if isinstance(spec, WebSource):
-        return web_listing(spec, fetcher)
+        return web_listing(spec, fetcher, settings.data_dir)
     if isinstance(spec, LocalSource):
         return local_listing(spec, settings)
     raise TypeError(f"unknown source spec {spec!r}")

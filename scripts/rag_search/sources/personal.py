@@ -11,14 +11,18 @@ missing (an unplugged disk) is skipped with a warning and keeps its chunks; only
 `--forget ROOT` removes a root and its chunks.
 """
 
+import json
 import logging
 import os
 import time
 from pathlib import Path
 
+from .. import dates
+from ..atomic import write_atomically
 from ..config import Settings
 from ..errors import ConfigError, RagSearchError, SourceFailed
 from ..indexer import IndexWriter, Pipeline
+from ..locking import exclusive_lock
 from ..reconcile import reconcile
 from ..store import Store
 from .files import FileEntry, WalkResult, folder_listing, walk_root
@@ -28,6 +32,7 @@ log = logging.getLogger("rag_search")
 COLLECTION = "personal"
 SOURCE_ID = "personal"
 COUNTS = ("added", "updated", "unchanged", "moved", "deleted")
+RUNS_FILE = "roots.json"  # in <data dir>/personal/: each root's last attempt, last success and last error, for status
 
 
 def recorded_roots(settings: Settings) -> list[Path]:
@@ -154,3 +159,30 @@ def _file_entry(root: Path, path: Path) -> FileEntry | None:
     except OSError:
         return None
     return FileEntry(root, path.relative_to(root).as_posix(), path, info.st_size, info.st_mtime_ns) if path.is_file() else None
+def record_runs(data_dir: Path, roots: list[Path], failed: dict[str, str], error: str | None = None) -> None:
+    """Note each root's attempt: indexed now unless it failed (`failed`: root -> why) or the whole run did (`error`).
+
+    Kept beside the generations, not in them: a run that changes nothing publishes nothing, yet was attempted.
+    A failure to write it is only a warning.
+    """
+    now = dates.now_iso()
+    path = data_dir / COLLECTION / RUNS_FILE
+    try:
+        with exclusive_lock(path.with_name(f".{RUNS_FILE}.lock")):
+            runs = recorded_runs(data_dir)
+            for root in map(str, roots):
+                why = failed.get(root) or error
+                entry = runs.setdefault(root, {})
+                entry.update(last_attempt=now, last_error=why, **({} if why else {"last_indexed": now}))
+            write_atomically(path, json.dumps(runs, indent=2, ensure_ascii=False) + "\n", mode=0o600)
+    except OSError as exc:
+        log.warning("indexed, but could not record the run in %s: %s", path, exc)
+
+
+def recorded_runs(data_dir: Path) -> dict[str, dict]:
+    """root -> {"last_attempt", "last_indexed", "last_error"} of every root an index run was given; {} before any."""
+    try:
+        runs = json.loads((data_dir / COLLECTION / RUNS_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return runs if isinstance(runs, dict) else {}

@@ -21,6 +21,7 @@ import zlib
 from dataclasses import dataclass
 from email.message import Message
 from email.utils import parsedate_to_datetime
+from pathlib import Path
 from urllib.parse import urldefrag, urljoin, urlsplit
 from urllib.robotparser import RobotFileParser
 
@@ -31,10 +32,12 @@ import urllib3
 import urllib3.connection
 
 from .. import __version__, dates
+from ..chunking import HEADING_SEPARATOR
 from ..errors import SourceFailed, one_line
 from ..indexer import SourceDocument, content_hash
 from ..reconcile import Gone, Listed, Listing, Loaded, Skip, Unchanged
 from ..specs import WebSource
+from .pages import remove_page, save_page
 
 log = logging.getLogger("rag_search")
 
@@ -67,6 +70,7 @@ class FetchedPage:
     last_modified: str | None = None  # the Last-Modified header as sent
     date: tuple[str, float] | None = None  # Last-Modified as (ISO 8601 UTC text, epoch seconds)
     error: str | None = None  # one-line reason when failed or gone
+    anchors: dict[str, str] | None = None  # a heading's text (anchor_key) -> its id in the HTML, to link to a section
 
 
 class _PageError(Exception):
@@ -162,14 +166,16 @@ class WebFetcher:
         media_type, charset = _content_type(response.headers.get("Content-Type"))
         text = _decode(response.body, charset)
         etag, last_modified = response.headers.get("ETag"), response.headers.get("Last-Modified")
+        anchors = None
         if media_type in HTML_TYPES:
             markdown, title = _html_to_markdown(text)
             if not markdown:
                 raise _PageError("no main content found")
+            anchors = heading_anchors(text)
         else:
             markdown, title = text, None
         return FetchedPage(url, "changed", markdown=markdown, title=title, etag=etag, last_modified=last_modified,
-                           date=_http_date(last_modified))
+                           date=_http_date(last_modified), anchors=anchors)
 
     def _download(self, url: str, headers: dict, obey_robots: bool = True, check=None) -> "_Response":
         """Status, headers and body of `url`, redirects followed, all within one time limit.
@@ -432,6 +438,32 @@ def _html_to_markdown(html: str) -> tuple[str | None, str | None]:
     return markdown, title
 
 
+def heading_anchors(html: str) -> dict[str, str]:
+    """anchor_key(heading text) -> the id a link to that heading uses: the heading's own id, the id of the section it
+    opens (Sphinx), or its permalink's fragment (MkDocs, Sphinx headerlinks). Headings without one are left out."""
+    import lxml.html
+
+    try:
+        tree = lxml.html.fromstring(html)
+    except (ValueError, lxml.etree.ParserError):
+        return {}
+    anchors: dict[str, str] = {}
+    for heading in tree.iter("h1", "h2", "h3", "h4", "h5", "h6"):
+        parent = heading.getparent()
+        permalink = next((href[1:] for href in heading.xpath(".//a/@href") if href.startswith("#") and len(href) > 1), None)
+        opens_section = parent is not None and parent.tag in ("section", "div") and parent.get("id") and parent.index(heading) == 0
+        anchor = heading.get("id") or (parent.get("id") if opens_section else None) or permalink
+        key = anchor_key(heading.text_content())
+        if anchor and key:
+            anchors.setdefault(key, anchor)
+    return anchors
+
+
+def anchor_key(text: str) -> str:
+    """A heading's text as HTML and the markdown made from it both give it: no markup, pilcrows or case."""
+    return " ".join("".join(char for char in text if char.isalnum() or char.isspace()).lower().split())
+
+
 def _check_status(response: requests.Response) -> None:
     if response.status_code in (404, 410):
         raise _PageError(f"HTTP {response.status_code}", status="gone")
@@ -503,8 +535,9 @@ def _local_name(tag: str) -> str:
     return tag.rsplit("}", 1)[-1]
 
 
-def web_listing(spec: WebSource, fetcher: WebFetcher) -> Listing:
-    """The source's pages; a page is loaded by a conditional GET (unchanged pages are not downloaded again)."""
+def web_listing(spec: WebSource, fetcher: WebFetcher, data_dir: Path) -> Listing:
+    """The source's pages; a page is loaded by a conditional GET (unchanged pages are not downloaded again).
+    The markdown of each page indexed is kept in the data dir (pages.py)."""
     urls, warnings, problem = fetcher.page_urls(spec.base_url, list(spec.pages), spec.sitemap)
     for warning in warnings + ([problem] if problem else []):
         log.warning("%s: %s", spec.id, warning)
@@ -512,34 +545,45 @@ def web_listing(spec: WebSource, fetcher: WebFetcher) -> Listing:
     if unreachable:  # said once for the source, not once a page
         raise SourceFailed(f"{_site(spec.base_url)}: {unreachable}; none of its {len(urls)} page(s) was fetched and "
                            "what was indexed from them is kept")
-    documents = [Listed(f"{spec.id}:{url}", url, None, functools.partial(_load_page, spec, url, fetcher)) for url in urls]
+    documents = [Listed(f"{spec.id}:{url}", url, None, functools.partial(_load_page, spec, url, fetcher, data_dir)) for url in urls]
     return Listing(documents, complete=problem is None, problem=problem, details={"pages": len(urls)})
 
 
-def _load_page(spec: WebSource, url: str, fetcher: WebFetcher, previous) -> Loaded:
+def _load_page(spec: WebSource, url: str, fetcher: WebFetcher, data_dir: Path, previous) -> Loaded:
     page = fetcher.fetch(url, PageState(**previous.state) if previous and previous.state else None)
     state = {"etag": page.etag, "last_modified": page.last_modified}
     if page.status == "unchanged":
         return Unchanged(None, state)
     if page.status == "gone":
+        remove_page(data_dir, spec.id, url)
         return Gone(page.error)
     if page.status == "failed":
         raise Skip(page.error, failed=True)
     text = page.markdown
     if page.title and not text.lstrip().startswith("# "):
         text = f"# {page.title}\n\n{text}"
+    digest = content_hash(text.encode("utf-8"))
+    save_page(data_dir, spec.id, url, digest, text)
+    anchors = page.anchors or {}
     return SourceDocument(
         key=f"{spec.id}:{url}",
         source_id=spec.id,
         file=f"{spec.id}/{_relative(url, spec.base_url)}",
         kind="markdown",
         text=text,
-        content_hash=content_hash(text.encode("utf-8")),
+        content_hash=digest,
         metadata={"url": url},
         fallback_date=page.date,
         state=state,
         documentation=True,
+        section_metadata=functools.partial(_section_url, url, anchors) if anchors else None,
     )
+
+
+def _section_url(url: str, anchors: dict[str, str], heading: str) -> dict:
+    """A chunk's URL points at its section where the page has an anchor for it (the heading path's last part)."""
+    anchor = anchors.get(anchor_key(heading.rsplit(HEADING_SEPARATOR, 1)[-1]))
+    return {"url": f"{url}#{anchor}"} if anchor else {}
 
 
 def _relative(url: str, base_url: str) -> str:

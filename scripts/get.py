@@ -1,0 +1,79 @@
+#!/usr/bin/env python3
+"""Read what a search result points to: the whole document, or one chunk with its neighbours."""
+
+import argparse
+import sys
+
+from rag_search.cli import use_project_venv
+
+use_project_venv()
+
+from rag_search import cli  # noqa: E402
+
+EXIT_CODES = (0, 1, 2, 3, 6, 7)
+MEANINGS = {2: "bad command line, or FILE_OR_ID names no indexed document or chunk (or several documents)",
+            6: "bad input: the config file", 7: "store cannot be opened (damaged: the message names the rebuild)"}
+
+EPILOG = """what to pass: a result's "file" (notes/argocd-setup.md), its metadata.path or
+metadata.url, or its "id" (a chunk).
+
+output (JSON on stdout, one line unless stdout is a terminal):
+  a document: {"source", "file", "path" or "url", "indexed_at", "chunks", "from", "text"}
+    "from": "file" (the file as indexed, secrets redacted as in the index),
+    "saved page" (a web page's markdown as indexed), or "index" (the indexed
+    chunks joined, when the file is gone or changed since it was indexed)
+  a chunk: {"source", "file", "path" or "url", "indexed_at", "chunks", "id",
+    "shown": [{"id", "index", "heading", "text"}]}: the chunk and --context chunks either side
+
+Why a script of its own rather than search.py --get: it takes no query, needs no
+model (it starts in a fraction of search's time) and has flags of its own."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = cli.make_parser("get.py", __doc__, EPILOG, EXIT_CODES, MEANINGS)
+    parser.add_argument("reference", metavar="FILE_OR_ID", help="a result's file, path, URL or chunk id")
+    parser.add_argument("--context", type=int, default=1, metavar="N", choices=range(0, 51),
+                        help="with a chunk id: the N chunks before and after it too (0-50, default 1)")
+    parser.add_argument("--format", choices=["json", "text"], default="json", help="json for agents (default), text for people")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    cli.setup_logging(quiet=True)
+    return cli.run(lambda: get(args), json_errors=args.format == "json")
+
+
+def get(args: argparse.Namespace) -> int:
+    from rag_search.documents import get as read_back
+    from rag_search.isolation import run_isolated
+    from rag_search.store import nothing_built, open_published
+
+    settings = cli.settings(args)
+
+    def read(_receive):
+        """In a child process, like search.py: a damaged store must not crash us."""
+        stores = open_published(settings)  # reading text back needs no model
+        if not stores:
+            raise nothing_built()
+        try:
+            return read_back(stores, args.reference, args.context, settings.data_dir, settings.max_file_bytes)
+        finally:
+            for store in stores.values():
+                store.close()
+
+    found = run_isolated(read, lambda: None)
+    print(cli.to_json(found) if args.format == "json" else to_text(found))
+    return 0
+
+
+def to_text(found: dict) -> str:
+    where = found.get("url") or found.get("path") or found["file"]
+    if "text" in found:
+        return f"{where} ({found['from']})\n\n{found['text']}"
+    return "\n\n".join(f"--- {where} · {item['heading']} [{item['index'] + 1}/{found['chunks']}]\n{item['text']}"
+                       for item in found["shown"])
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,57 @@
+#!/usr/bin/env python3
+"""MCP server (stdio) for Claude Code and other MCP clients: search, status and get_document, kept warm."""
+
+import argparse
+import sys
+
+from rag_search.cli import use_project_venv
+
+use_project_venv()
+
+from rag_search import cli  # noqa: E402
+
+EXIT_CODES = (0, 1, 2, 5, 6)
+MEANINGS = {0: "the client closed the connection", 6: "bad input: the config file"}
+
+EPILOG = """Speaks MCP over stdin/stdout; stderr is its log. Set it up for Claude Code with
+  claude mcp add rag-search -- ~/.claude/skills/rag-search/scripts/mcp_server.py
+
+tools (each returns the same JSON as the script named):
+  search        query, index, top_k, mode, source, since, until, type, tag, min_score, per_file,
+                max_tokens, metadata_only, recency_half_life, rerank, explain, verbose (search.py)
+  get_document  reference (a result's file, path, url or id), context (get.py)
+  status        what is indexed and how fresh (status.py)
+Errors come back as tool errors whose text is {"error": {"code", "type", "message", "hint"}}.
+
+The model and the open index stay loaded between calls; before each call, a
+collection that an index run published since is reopened (and the old generation
+released for deletion). The settings (--data-dir, --chroma-url, the RAG_SEARCH_*
+variables, the config file) are read once, at start."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = cli.make_parser("mcp_server.py", __doc__, EPILOG, EXIT_CODES, MEANINGS)
+    parser.add_argument("--sources", metavar="PATH", help="the registry file (default: $RAG_SEARCH_SOURCES or references/sources.json)")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    cli.setup_logging(quiet=True)
+    return cli.run(lambda: serve(args), json_errors=False)  # stdout is the protocol's: errors go to stderr only
+
+
+def serve(args: argparse.Namespace) -> int:
+    from rag_search.server import RagSearchServer
+
+    server = RagSearchServer(cli.settings(args))
+    server.warm_up()
+    try:
+        server.mcp.run("stdio")
+    finally:
+        server.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,171 @@
+"""The MCP server's tools: search, status and get_document over stdio, with the model and the index kept warm.
+
+Built on the official MCP Python SDK (MCPServer). Every tool runs its work on
+one worker thread, so the stores' SQLite connections are always used from the
+thread that opened them and calls never overlap, while the event loop stays
+free for the protocol (pings, cancellations). Before each call the searcher
+follows index runs (retrieval.Searcher.refresh). Our errors come back as tool
+errors whose text is the same JSON error document the scripts print.
+
+Adding a tool: an `async def` with typed, documented parameters that returns
+`await self._run(work)`, registered in `_register`.
+"""
+
+import asyncio
+import json
+import logging
+from concurrent.futures import ThreadPoolExecutor
+from typing import Annotated, Literal
+
+from mcp.server.mcpserver import MCPServer
+from mcp.types import CallToolResult, TextContent
+from pydantic import Field
+
+from . import __version__, dates, documents, output, status
+from .cli import error_payload
+from .config import Settings
+from .errors import EXIT_FAILURE, RagSearchError, UsageError
+from .rerank import CrossEncoderReranker, find_rerank_model
+from .retrieval import Searcher, SearchOptions
+
+log = logging.getLogger("rag_search")
+
+INSTRUCTIONS = """Semantic search over the user's own notes, decisions and memory (personal) and registered
+documentation (docs). Search in plain words or exact identifiers; cite file, heading and date (personal) or url
+(docs); read more with get_document (a result's file or id); see what is indexed and how fresh with status."""
+
+
+class RagSearchServer:
+    """The tools, and the warm state they share: a Searcher that follows index runs, and one worker thread."""
+
+    def __init__(self, settings: Settings):
+        self.settings = settings
+        self.worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="rag-search")
+        self.searcher: Searcher | None = None
+        self.reranker = None  # the cross-encoder, loaded on the first call that asks for it
+        self.mcp = MCPServer("rag-search", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING")
+        self._register()
+
+    def _register(self) -> None:
+        for tool in (self.search, self.get_document, self.status):
+            self.mcp.add_tool(tool, structured_output=False)
+
+    def warm_up(self) -> None:
+        """Load the model, open the index and run the model once, on the worker, while the client connects: the
+        first call waits for it instead of paying for it. A failure here is only logged; that call reports it."""
+
+        def warm():
+            try:
+                searcher = self._searcher()
+                searcher.embedder.embed(["warm up"])
+                searcher.refresh()
+            except RagSearchError as exc:
+                log.warning("not ready yet: %s", exc)
+
+        self.worker.submit(warm)
+
+    def close(self) -> None:
+        def release():
+            if self.searcher is not None:
+                self.searcher.close()
+
+        self.worker.submit(release).result()
+        self.worker.shutdown()
+
+    async def search(
+        self,
+        query: Annotated[str, Field(description="what to look for, in plain words or exact identifiers")],
+        index: Annotated[Literal["personal", "docs", "all"], Field(description="which collection to search")] = "all",
+        top_k: Annotated[int, Field(ge=1, le=100, description="number of results")] = 5,
+        mode: Annotated[Literal["hybrid", "dense", "lexical"], Field(description="ranking")] = "hybrid",
+        source: Annotated[list[str] | None, Field(description="only these sources: 'personal' or doc source ids")] = None,
+        since: Annotated[str | None, Field(description="only chunks dated on or after: YYYY-MM-DD, ISO time, 7d, 2w, 3m, 1y")] = None,
+        until: Annotated[str | None, Field(description="only chunks dated on or before (same forms as since)")] = None,
+        type: Annotated[list[str] | None, Field(description="only records of these types (any of them): decision, lesson_learned…")] = None,
+        tag: Annotated[list[str] | None, Field(description="only records and notes with these tags (all of them, whole tags)")] = None,
+        min_score: Annotated[float | None, Field(ge=0, le=1, description="drop results whose cosine score is below")] = None,
+        per_file: Annotated[int, Field(ge=0, le=100, description="at most this many chunks per file, 0 = no limit")] = 2,
+        max_tokens: Annotated[int | None, Field(ge=1, description="stop adding results at about this many tokens of text")] = None,
+        metadata_only: Annotated[bool, Field(description="paths, headings, scores and metadata; no chunk text")] = False,
+        recency_half_life: Annotated[float | None, Field(gt=0, description="rank newer personal chunks higher (days)")] = None,
+        rerank: Annotated[bool, Field(description="reorder the top with the configured cross-encoder, if any")] = False,
+        explain: Annotated[bool, Field(description="add each result's ranks and scores per stage")] = False,
+        verbose: Annotated[bool, Field(description="every stored metadata field, not only what to cite")] = False,
+    ) -> str | CallToolResult:
+        """Search the personal index and the documentation index; the same options and JSON as search.py.
+
+        Results: rank, score (cosine 0-1), source, file, id, chunk, metadata (heading, date, url or path, version)."""
+
+        def work():
+            options = SearchOptions(top_k=top_k, mode=mode, sources=source, since=_date(since, "since"), until=_date(until, "until"),
+                                    types=type, tags=tag,
+                                    min_score=min_score, per_file=per_file, max_tokens=max_tokens,
+                                    recency_half_life_days=recency_half_life or self.settings.recency_half_life_days)
+            result = self._searcher().search(query, options, index, self._reranker() if rerank else None)
+            return output.result_payload(result, metadata_only=metadata_only, explain=explain, verbose=verbose)
+
+        return await self._run(work)
+
+    async def get_document(
+        self,
+        reference: Annotated[str, Field(description="a result's file, metadata.path, metadata.url, or id (a chunk)")],
+        context: Annotated[int, Field(ge=0, le=50, description="with a chunk id: the chunks before and after it too")] = 1,
+    ) -> str | CallToolResult:
+        """Read what a result points to: the whole document as indexed, or one chunk with its neighbours (as get.py)."""
+
+        def work():
+            stores = self._searcher().refresh()
+            return documents.get(stores, reference, context, self.settings.data_dir, self.settings.max_file_bytes)
+
+        return await self._run(work)
+
+    async def status(self) -> str | CallToolResult:
+        """What is indexed and how fresh: per collection, personal root and doc source; the daily timer (as status.py)."""
+
+        def work():
+            stores = self._searcher().refresh()
+            return status.collect(self.settings, stores)
+
+        return await self._run(work)
+
+    def _reranker(self):
+        """The configured cross-encoder, kept loaded; without one the fused order stays, as with search.py --rerank."""
+        if self.reranker is None:
+            model, why_not = find_rerank_model(self.settings)
+            if model is None:
+                log.warning("note: rerank ignored: %s; keeping the fused order", why_not)
+                return None
+            self.reranker = CrossEncoderReranker(model)
+        return self.reranker
+
+    def _searcher(self) -> Searcher:
+        if self.searcher is None:
+            self.searcher = Searcher(self.settings)
+        return self.searcher
+
+    async def _run(self, work) -> str | CallToolResult:
+        """Run `work` on the worker thread: its result as compact JSON, or a tool error (is_error) whose text is our
+        JSON error document, the one the scripts print, with our message and hint."""
+        try:
+            result = await asyncio.wrap_future(self.worker.submit(work))
+        except RagSearchError as exc:
+            return _tool_error(error_payload(exc.exit_code, type(exc).__name__, exc.message, exc.hint))
+        except Exception as exc:
+            log.exception("a tool failed unexpectedly")
+            return _tool_error(error_payload(EXIT_FAILURE, type(exc).__name__, str(exc), "this is a bug; the server log has the traceback"))
+        for note in self.searcher.notes if self.searcher is not None else []:
+            log.warning("note: %s", note)
+        return json.dumps(result, ensure_ascii=False)
+
+
+def _tool_error(payload: dict) -> CallToolResult:
+    return CallToolResult(content=[TextContent(type="text", text=json.dumps(payload, ensure_ascii=False))], is_error=True)
+
+
+def _date(value: str | None, name: str) -> float | None:
+    if value is None:
+        return None
+    try:
+        return dates.parse_bound(value)
+    except ValueError as exc:
+        raise UsageError(f"{name}: {exc}", hint="dates are YYYY-MM-DD, an ISO time, or 7d, 2w, 3m, 1y ago") from None

@@ -1,0 +1,227 @@
+"""The contract every script keeps with an agent, tested through the scripts; and get.py and status.py."""
+
+import json
+import os
+import re
+
+import pytest
+
+from conftest import add_source, index_docs, run_script
+from webserver import DocsSite, Page, html_page
+
+SEARCH_ERRORS = [
+    (("--bogus", "q"), "unrecognized arguments: --bogus"),
+    (("--top-k", "0", "q"), "--top-k: must be between 1 and 100"),
+    (("--since", "someday", "q"), "--since: not a date"),
+    (("   ",), "the query is empty"),
+    (("",), "the query is empty"),
+]
+
+
+@pytest.mark.parametrize("arguments, message", SEARCH_ERRORS)
+def test_usage_errors_exit_2_with_the_json_error_and_one_line_on_stderr(example_index, arguments, message):
+    result = run_script("search.py", "--data-dir", example_index, *arguments)
+    assert result.code == 2, result
+    error = result.json["error"]
+    assert (error["code"], error["type"]) == (2, "UsageError") and message in error["message"] and error["hint"]
+    assert len(result.stderr.splitlines()) == 1 and result.stderr.startswith("error: "), result.stderr
+
+
+@pytest.mark.parametrize("script", ["index_personal.py", "index_docs.py", "add_doc_source.py", "get.py", "status.py", "install_timer.py"])
+def test_every_script_reports_a_bad_flag_the_same_way(script):
+    result = run_script(script, "--no-such-flag", timeout=60)
+    assert result.code == 2 and result.json["error"]["code"] == 2, result
+    assert len(result.stderr.splitlines()) == 1
+
+
+def test_a_query_starting_with_a_dash_goes_after_double_dash(example_index):
+    result = run_script("search.py", "--data-dir", example_index, "--top-k", "1", "--", "-selfHeal false")
+    assert result.code == 0, result
+    assert result.json["query"] == "-selfHeal false" and result.json["results"]
+
+
+def test_answers_are_one_line_of_json_with_cited_metadata_unless_verbose(example_index):
+    compact = run_script("search.py", "--data-dir", example_index, "why is ArgoCD self-heal disabled?")
+    verbose = run_script("search.py", "--data-dir", example_index, "--verbose", "why is ArgoCD self-heal disabled?")
+    assert compact.stdout.count("\n") == 1, "unindented when stdout is not a terminal"
+    assert [item["id"] for item in compact.json["results"]] == [item["id"] for item in verbose.json["results"]]
+    for short, full in zip(compact.json["results"], verbose.json["results"], strict=True):
+        assert {"indexed_at", "kind", "chunk_index", "source_id", "root"} <= set(full["metadata"])
+        assert set(short["metadata"]) < set(full["metadata"])
+        assert all(short["metadata"][key] == full["metadata"][key] for key in short["metadata"])
+    record = next(item for item in compact.json["results"] if item["file"] == "memory/decisions.json")
+    assert "context" not in record["metadata"] and "context: k8s setup" in record["chunk"], "a field the chunk shows is not repeated"
+    assert len(compact.stdout) <= 0.6 * len(json.dumps(verbose.json, indent=2))
+    files = [item["file"] for item in compact.json["results"]]
+    later = [item for number, item in enumerate(compact.json["results"]) if item["file"] in files[:number]]
+    assert later, "two passages of one file"
+    for item in later:  # what the file's first result said is not repeated; the passage's own heading is
+        assert not {"path", "date", "tags"} & set(item["metadata"]) and item["metadata"]["heading"], item
+
+
+def test_unknown_source_ids_are_errors_that_list_the_known_ones(example_index):
+    result = run_script("search.py", "--data-dir", example_index, "--source", "nope", "--source", "personal", "anything")
+    assert result.code == 2, result
+    assert "unknown source id(s) nope; known: personal" in result.json["error"]["message"]
+
+
+def test_docs_not_built_is_said_once_per_data_dir(example_data):
+    first = run_script("search.py", "--data-dir", example_data, "self-heal")
+    second = run_script("search.py", "--data-dir", example_data, "self-heal")
+    assert first.code == second.code == 0
+    assert "docs index has not been built" in first.stderr
+    assert second.stderr == ""
+
+
+def test_searched_collections_lists_only_what_was_searched(example_data, tmp_path):
+    docs = tmp_path / "runbooks"
+    docs.mkdir()
+    (docs / "drain.md").write_text("# Draining\n\nCordon the node, then drain it with kubectl drain --ignore-daemonsets.\n")
+    add_source("--id", "runbooks", "--name", "Runbooks", "--type", "local", "--path", docs)
+    assert index_docs(example_data, "--all").code == 0
+    both = run_script("search.py", "--data-dir", example_data, "drain a node").json
+    personal = run_script("search.py", "--data-dir", example_data, "--source", "personal", "drain a node").json
+    runbooks = run_script("search.py", "--data-dir", example_data, "--source", "runbooks", "drain a node").json
+    assert both["searched_collections"] == ["personal", "docs"]
+    assert personal["searched_collections"] == ["personal"] and {item["source"] for item in personal["results"]} == {"personal"}
+    assert runbooks["searched_collections"] == ["docs"] and runbooks["results"][0]["file"] == "runbooks/drain.md"
+    unknown = run_script("search.py", "--data-dir", example_data, "--source", "k0s", "drain")
+    assert unknown.code == 2 and "known: personal, runbooks" in unknown.json["error"]["message"]
+
+
+@pytest.mark.parametrize("script, own, foreign", [
+    ("search.py", {"0", "2", "3", "4", "7"}, {"8", "9"}),
+    ("index_personal.py", {"0", "8", "9"}, {"3", "4"}),
+    ("status.py", {"0", "7"}, {"3", "8", "9"}),
+    ("get.py", {"0", "2", "3"}, {"8", "9"}),
+    ("mcp_server.py", {"0", "5"}, {"8", "9"}),
+])
+def test_each_script_help_shows_its_own_exit_codes(script, own, foreign):
+    listed = set(re.findall(r"^  (\d)  ", run_script(script, "--help", timeout=30).stdout.split("exit codes:")[1], re.MULTILINE))
+    assert own <= listed and not foreign & listed, listed
+
+
+# get.py ------------------------------------------------------------------
+
+
+def test_get_reads_a_whole_file_as_indexed_or_a_chunk_with_its_neighbours(example_data):
+    top = run_script("search.py", "--data-dir", example_data, "--top-k", "1", "why is ArgoCD self-heal disabled?").json["results"][0]
+    whole = run_script("get.py", "--data-dir", example_data, top["file"])
+    assert whole.code == 0, whole
+    assert whole.json["from"] == "file" and whole.json["path"] == top["metadata"]["path"]
+    assert whole.json["text"].startswith("---\ntitle: ArgoCD setup") and whole.json["chunks"] == 4
+    by_path = run_script("get.py", "--data-dir", example_data, top["metadata"]["path"]).json
+    assert by_path["text"] == whole.json["text"]
+    chunk = run_script("get.py", "--data-dir", example_data, top["id"], "--context", "1").json
+    position = next(item["index"] for item in chunk["shown"] if item["id"] == top["id"])
+    assert [item["index"] for item in chunk["shown"]] == list(range(max(0, position - 1), min(whole.json["chunks"], position + 2)))
+    assert next(item["text"] for item in chunk["shown"] if item["id"] == top["id"]) == top["chunk"]
+    alone = run_script("get.py", "--data-dir", example_data, top["id"], "--context", "0").json
+    assert [item["id"] for item in alone["shown"]] == [top["id"]]
+
+
+def test_get_gives_the_indexed_text_when_the_file_changed_and_redacts_secrets(tmp_path):
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    token = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
+    note = notes / "deploy.md"
+    note.write_text(f"# Deploy\n\nThe CI token is {token}.\n\n## Rollback\n\nRevert the tag and redeploy.\n")
+    data = tmp_path / "data"
+    assert run_script("index_personal.py", "--data-dir", data, notes).code == 0
+    fresh = run_script("get.py", "--data-dir", data, "deploy.md").json
+    assert fresh["from"] == "file" and token not in fresh["text"] and "[REDACTED:github-pat]" in fresh["text"]
+    note.write_text("# Deploy\n\nRewritten since the index run.\n")
+    stale = run_script("get.py", "--data-dir", data, "deploy.md").json
+    assert stale["from"] == "index" and "Rewritten" not in stale["text"]
+    assert "## Deploy > Rollback" in stale["text"] and "Revert the tag" in stale["text"]
+
+
+def test_get_reads_a_web_page_from_its_saved_markdown_redacted_as_indexed(tmp_path):
+    data = tmp_path / "data"
+    token = "AKIA" + "Q7ZK3M9TR2XW4NBV"
+    deploy = "<article><h1>Deploy</h1><p>Our pipeline pushes with the token {} from the vault.</p></article>"
+    with DocsSite() as site:
+        site.pages["/docs/deploy/"] = Page(html_page("Deploy", deploy.format(token)))
+        add_source("--id", "argocd", "--name", "Argo CD", "--type", "web", "--base-url", site.url, "--pages", "sync-options/", "deploy/")
+        assert index_docs(data, "--source", "argocd").code == 0
+        page = run_script("get.py", "--data-dir", data, site.url + "sync-options/")
+        secret = run_script("get.py", "--data-dir", data, site.url + "deploy/").json
+        site.pages["/docs/deploy/"] = Page(html_page("Deploy", deploy.format("a token from the vault")))
+        assert index_docs(data, "--source", "argocd").code == 0
+    assert page.code == 0, page
+    assert page.json["from"] == "saved page" and page.json["url"] == site.url + "sync-options/"
+    assert page.json["file"] == "argocd/sync-options/" and page.json["text"]
+    assert secret["from"] == "saved page" and "[REDACTED:aws-access-token]" in secret["text"] and token not in secret["text"]
+    saved = list((data / "sources" / "argocd" / "pages").glob("*.md"))
+    assert len(saved) == 2 and not any(token in path.read_text() for path in saved)  # one version of each page is kept
+    changed = run_script("get.py", "--data-dir", data, site.url + "deploy/").json
+    assert changed["from"] == "saved page" and "a token from the vault" in changed["text"]
+
+
+SECTIONED = """<article><h1 id="backups">Backups</h1><p>Nightly snapshots of every volume.</p>
+<section id="restore-a-volume"><h2>Restore a volume<a class="headerlink" href="#restore-a-volume">¶</a></h2>
+<p>To restore a Longhorn volume, scale the workload to zero, then revert the volume to the snapshot.</p></section>
+<h2>Retention <a href="#keep-days" class="headerlink">¶</a></h2><p>Snapshots are kept for fourteen days.</p>
+<h2>Costs</h2><p>Storage costs grow with the number of snapshots kept.</p></article>"""
+
+
+@pytest.mark.parametrize("question, anchor", [
+    ("how do I restore a Longhorn volume from a snapshot?", "#restore-a-volume"),
+    ("how long are snapshots kept?", "#keep-days"),
+    ("what do snapshots cost in storage?", ""),
+])
+def test_web_results_link_to_their_section_where_the_page_has_an_anchor(tmp_path, question, anchor):
+    data = tmp_path / "data"
+    with DocsSite() as site:
+        site.pages["/docs/backups/"] = Page(html_page("Backups", SECTIONED))
+        add_source("--id", "ops", "--name", "Ops", "--type", "web", "--base-url", site.url, "--pages", "backups/")
+        assert index_docs(data, "--source", "ops").code == 0
+    top = run_script("search.py", "--data-dir", data, "--index", "docs", "--top-k", "1", question).json["results"][0]
+    assert top["metadata"]["url"] == site.url + "backups/" + anchor, top
+
+
+def test_get_of_something_not_indexed_is_a_usage_error(example_index):
+    result = run_script("get.py", "--data-dir", example_index, "notes/nowhere.md")
+    assert result.code == 2 and "neither an indexed file nor a chunk id" in result.json["error"]["message"]
+
+
+# status.py ---------------------------------------------------------------
+
+
+def test_status_reports_what_is_indexed_how_fresh_and_what_changed(tmp_path, state_dir):
+    data = tmp_path / "data"
+    assert run_script("index_personal.py", "--data-dir", data, state_dir).code == 0
+    (state_dir / "notes" / "argocd-setup.md").write_text("# ArgoCD\n\nChanged after the index run.\n")
+    (state_dir / "notes" / "new-note.md").write_text("# New\n\nNot indexed yet.\n")
+    os.remove(state_dir / "preferences.json")
+    result = run_script("status.py", "--data-dir", data)
+    assert result.code == 0, result
+    report = result.json
+    personal = report["collections"]["personal"]
+    assert personal["built"] and personal["documents"] >= 7 and personal["chunks"] > 10
+    assert personal["generation"] == "g000001" and personal["size_bytes"] > 0 and 0 <= personal["age_seconds"] < 600
+    assert report["collections"]["docs"] == {"built": False, "hint": "run scripts/index_docs.py --all"}
+    root = report["personal_roots"][0]
+    assert root["root"] == str(state_dir) and root["last_indexed"] and root["last_error"] is None
+    changes = root["changed_since_index"]
+    assert (changes["not_indexed"], changes["changed"], changes["gone"]) == (1, 1, 1)
+    assert report["timer"]["installed"] is False
+    text = run_script("status.py", "--data-dir", data, "--format", "text")
+    assert text.code == 0 and "personal: " in text.stdout and "1 changed" in text.stdout
+
+
+def test_status_before_anything_is_indexed_is_success(tmp_path):
+    result = run_script("status.py", "--data-dir", tmp_path / "nothing")
+    assert result.code == 0, result
+    assert not result.json["collections"]["personal"]["built"] and result.json["doc_sources"] == []
+
+
+def test_status_records_a_failed_root_run(tmp_path, state_dir):
+    data = tmp_path / "data"
+    assert run_script("index_personal.py", "--data-dir", data, state_dir).code == 0
+    for path in sorted(state_dir.rglob("*"), reverse=True):
+        if path.is_file():
+            path.unlink()
+    assert run_script("index_personal.py", "--data-dir", data, state_dir).code == 9
+    root = run_script("status.py", "--data-dir", data).json["personal_roots"][0]
+    assert "--allow-shrink" in root["last_error"] and root["last_indexed"], "the earlier success is kept"

@@ -1,0 +1,117 @@
+"""The MCP server, driven as Claude Code drives it: a real MCP client session over stdio (the SDK's client)."""
+
+import asyncio
+import json
+import os
+import sys
+
+import pytest
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+
+from conftest import SCRIPTS, run_script
+
+QUESTION = "why is ArgoCD self-heal disabled?"
+
+
+def server(data, home):
+    return StdioServerParameters(command=sys.executable, args=[str(SCRIPTS / "mcp_server.py"), "--data-dir", str(data)],
+                                 env={"HOME": str(home), "RAG_SEARCH_SOURCES": os.environ["RAG_SEARCH_SOURCES"]})
+
+
+async def call(client, tool: str, **arguments):
+    """(is_error, the JSON the tool returned)."""
+    result = await client.call_tool(tool, arguments)
+    return result.is_error, json.loads(result.content[0].text)
+
+
+def session(data, home, steps):
+    """Run `steps(client)` in one client session (initialize handshake, as Claude Code does), with an anti-hang bound."""
+    async def main():
+        async with asyncio.timeout(240), Client(server(data, home), mode="legacy", read_timeout_seconds=120) as client:
+            return await steps(client)
+
+    return asyncio.run(main())
+
+
+def generations_of(data, collection="personal"):
+    return sorted(path.name for path in (data / collection / "generations").iterdir() if not path.name.startswith("."))
+
+
+def test_a_session_lists_tools_searches_reads_and_follows_an_index_run(example_data, state_dir, isolated_home):
+    first_generation = generations_of(example_data)
+
+    async def steps(client):
+        tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+        failed, before = await call(client, "search", query=QUESTION, top_k=3)
+        assert not failed, before
+        failed, document = await call(client, "get_document", reference=before["results"][0]["file"])
+        assert not failed, document
+        failed, chunk = await call(client, "get_document", reference=before["results"][0]["id"], context=1)
+        assert not failed, chunk
+        failed, report = await call(client, "status")
+        assert not failed, report
+        # An index run publishes a new generation while the server keeps running.
+        (state_dir / "notes" / "zebra-migration.md").write_text("# Zebra migration\n\nThe zebracorn cluster moved to rack 7 in March.\n")
+        indexed = await asyncio.to_thread(run_script, "index_personal.py", "--data-dir", example_data, state_dir)
+        assert indexed.code == 0 and indexed.json["published"], indexed
+        # By keyword: only the new note has the word, so a store that was not reopened finds nothing.
+        failed, after = await call(client, "search", query="zebracorn", top_k=1, mode="lexical")
+        assert not failed, after
+        # The old generation was released: the next run can delete it.
+        again = await asyncio.to_thread(run_script, "index_personal.py", "--data-dir", example_data, state_dir, "--full")
+        assert again.code == 0, again
+        return tools, before, document, chunk, report, after
+
+    tools, before, document, chunk, report, after = session(example_data, isolated_home, steps)
+
+    assert set(tools) == {"search", "get_document", "status"}
+    assert {"query", "top_k", "source", "since", "verbose"} <= set(tools["search"].input_schema["properties"])
+    cli = run_script("search.py", "--data-dir", example_data, "--top-k", "3", QUESTION)
+    assert cli.code == 0, cli
+    # The same shape as search.py's (this data dir was searched once already, by the server, before the index run).
+    assert list(before) == list(cli.json) and [list(item) for item in before["results"]] == [list(item) for item in cli.json["results"]]
+    assert before["results"][0]["file"] == "notes/argocd-setup.md"
+    assert "selfHeal: false" in document["text"] and document["from"] == "file"
+    position = next(item["index"] for item in chunk["shown"] if item["id"] == before["results"][0]["id"])
+    assert [item["index"] for item in chunk["shown"]] == list(range(max(0, position - 1), min(document["chunks"], position + 2)))
+    assert chunk["id"] == before["results"][0]["id"]
+    assert report["collections"]["personal"]["built"] and report["collections"]["personal"]["chunks"] > 10
+    assert after["results"][0]["file"] == "notes/zebra-migration.md", after
+    assert first_generation[0] not in generations_of(example_data)
+
+
+@pytest.mark.parametrize(
+    "arguments, code, message",
+    [
+        ({"query": "   "}, 2, "the query is empty"),
+        ({"query": "k0s", "source": ["no-such-source"]}, 2, "known: personal"),
+        ({"query": "k0s", "since": "someday"}, 2, "not a date"),
+        ({"query": "k0s", "index": "docs"}, 3, "docs index has not been built"),
+    ],
+)
+def test_errors_come_back_as_tool_errors_with_our_message_and_hint(example_index, isolated_home, arguments, code, message):
+    async def steps(client):
+        return await call(client, "search", **arguments)
+
+    failed, payload = session(example_index, isolated_home, steps)
+    assert failed
+    assert payload["error"]["code"] == code and message in payload["error"]["message"], payload
+    assert payload["error"]["hint"]
+
+
+def test_arguments_outside_the_schema_are_refused(example_index, isolated_home):
+    async def steps(client):
+        result = await client.call_tool("search", {"query": "k0s", "top_k": 0})
+        return result.is_error, result.content[0].text
+
+    failed, text = session(example_index, isolated_home, steps)
+    assert failed and "top_k" in text
+
+
+def test_before_any_index_the_server_starts_and_says_so(tmp_path, isolated_home):
+    async def steps(client):
+        return await call(client, "search", query="anything")
+
+    failed, payload = session(tmp_path / "empty", isolated_home, steps)
+    assert failed and payload["error"]["code"] == 3 and "index_personal.py" in payload["error"]["hint"]
