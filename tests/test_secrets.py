@@ -183,6 +183,34 @@ def test_no_secret_reaches_the_store_end_to_end(tmp_path):
     assert (again["unchanged"], again["embedded"], again["redacted"]) == (1, 0, 0), "hashes are of the raw file: nothing changed"
 
 
+def test_markdown_escapes_cannot_hide_a_secret():
+    """trafilatura writes every underscore of a web page as `\\_`, and authors escape them by hand."""
+    escaped = GITHUB_TOKEN.replace("_", "\\_")
+    text, counts = redact(f"The bot uses {escaped} to push, and self\\_heal stays off.")
+    assert counts == {"github-pat": 1}
+    assert GITHUB_TOKEN[4:16] not in text and "self\\_heal stays off" in text
+
+
+def test_a_token_in_a_web_pages_prose_never_reaches_the_data_dir(tmp_path, isolated_home):
+    from conftest import add_source, index_docs
+    from webserver import DocsSite, Page
+
+    data = tmp_path / "data"
+    with DocsSite() as site:
+        site.pages["/docs/bot/"] = Page(
+            "<html><head><title>Bot</title></head><body><article><h1>Deploy bot</h1>"
+            f"<p>The deploy bot pushes with the token {GITHUB_TOKEN} from the vault, every night at two.</p>"
+            "<p>It restarts the bluefinch services after each push and reports to the channel.</p></article></body></html>")
+        add_source("--id", "wiki", "--name", "Wiki", "--type", "web", "--base-url", site.url, "--pages", "bot/")
+        result = index_docs(data, "--all")
+    assert result.code == 0, result
+    assert "wiki/bot/" in files_in_store(data, "docs")
+    needle = GITHUB_TOKEN[4:16].encode()
+    for path in data.rglob("*"):
+        if path.is_file() and "model" not in path.relative_to(data).parts:
+            assert needle not in path.read_bytes(), path
+
+
 @pytest.fixture(scope="module")
 def hostile_corpus(tmp_path_factory):
     """bench/secrets_corpus.py: 79 fake credentials of 56 kinds and 42 hard negatives in every file type we index."""

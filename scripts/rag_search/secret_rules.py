@@ -356,8 +356,35 @@ def _gitleaks() -> GitleaksRules:
 
 
 def find_spans(text: str) -> list[Span]:
-    """Every secret any rule finds in `text`: (start, end, kind), possibly overlapping; known non-secrets left out."""
-    return [span for span in _all_spans(text) if not _known_public(text, span)]
+    """Every secret any rule finds in `text`: (start, end, kind), possibly overlapping; known non-secrets left out.
+
+    Markdown escapes cannot hide one: `ghp\\_…` (how trafilatura writes every underscore of a web page, and how
+    authors escape them by hand) is also read with its escapes removed, and what is found there is mapped back.
+    """
+    spans = [span for span in _all_spans(text) if not _known_public(text, span)]
+    if _MARKDOWN_ESCAPE.search(text):
+        plain, origin = _without_escapes(text)
+        origin.append(len(text))
+        found = [span for span in _all_spans(plain) if not _known_public(plain, span)]
+        spans += [(origin[start], origin[end], kind) for start, end, kind in found]
+    return spans
+
+
+_MARKDOWN_ESCAPE = re.compile(r"\\([!-/:-@\[-`{-~])")  # a backslash before ASCII punctuation
+
+
+def _without_escapes(text: str) -> tuple[str, list[int]]:
+    """`text` with markdown's backslash escapes removed, and for each of its characters its index in `text`."""
+    pieces, origin, last = [], [], 0
+    for match in _MARKDOWN_ESCAPE.finditer(text):
+        pieces.append(text[last : match.start()])
+        origin.extend(range(last, match.start()))
+        pieces.append(match.group(1))
+        origin.append(match.start() + 1)
+        last = match.end()
+    pieces.append(text[last:])
+    origin.extend(range(last, len(text)))
+    return "".join(pieces), origin
 
 
 def example_spans(text: str, spans: list[Span]) -> list[Span]:
