@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""MCP server (stdio) for Claude Code and other MCP clients: search, status and get_document, kept warm."""
+"""MCP server (stdio) for Claude Code and other MCP clients: search, status, get_document and memory, kept warm."""
 
 import argparse
 import sys
@@ -21,6 +21,9 @@ tools (each returns the same JSON as the script named):
                 max_tokens, metadata_only, recency_half_life, rerank, explain, verbose (search.py)
   get_document  reference (a result's file, path, url or id), context (get.py)
   status        what is indexed and how fresh (status.py)
+  memory_list   since, type, tag, loop_id (memory.py list)
+  memory_query  text, top_k, since, type, tag, loop_id (memory.py query)
+  memory_add    type, lesson, context, tags, confidence, loop_id (memory.py add: indexed at once)
 Errors come back as tool errors whose text is {"error": {"code", "type", "message", "hint"}}.
 
 The model and the open index stay loaded between calls; before each call, a

@@ -11,6 +11,11 @@ use_project_venv()
 from rag_search import cli  # noqa: E402
 from rag_search.errors import EXIT_CONFIG  # noqa: E402
 
+EXIT_CODES = (0, 1, 2, 3, 4, 5, 6, 7, 8)
+MEANINGS = {3: "query: the personal index has not been built yet",
+            6: "the memory file is missing or not a memory file, or clear without --yes (nothing was deleted)",
+            8: "add, clear: another index run holds the personal index longer than --wait"}
+
 EPILOG = """subcommands:
   list   entries of the memory file and of any other indexed memory file, newest first
   query  hybrid search (meaning and keywords) over memory records, through the personal index
@@ -27,7 +32,7 @@ stdout: JSON ({"memory_file", "entries": [...]} for list and query; {"added"} fo
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = cli.make_parser("memory.py", __doc__, EPILOG)
+    parser = cli.make_parser("memory.py", __doc__, EPILOG, EXIT_CODES, MEANINGS)
     parser.add_argument("--memory-file", metavar="PATH", help="the memory file (default: see below)")
     parser.add_argument("--format", choices=["json", "text"], default="json", help="json for agents (default), text for people")
     commands = parser.add_subparsers(dest="command", required=True, metavar="{list,query,add,clear}")
@@ -66,14 +71,9 @@ def main(argv: list[str] | None = None) -> int:
 def do_list(args, settings) -> int:
     from rag_search import memory
 
-    filters = _filters(args)
-    file_entries, problem = _file_entries(settings)
-    indexed = [entry for entry in _indexed_entries(settings, filters) if entry.file != str(settings.memory_file)]
-    if problem is not None and not indexed:
-        raise problem
+    entries, problem = memory.listing(settings, _filters(args), args.loop_id)
     if problem is not None:
         print(f"warning: {problem} (hint: {problem.hint})", file=sys.stderr)
-    entries = [entry for entry in memory.merged(file_entries, indexed) if entry.matches(filters) and _in_loop(entry, args.loop_id)]
     _emit(args, {"memory_file": str(settings.memory_file), "count": len(entries), "entries": [_entry_json(e) for e in entries]})
     return 0
 
@@ -82,12 +82,10 @@ def do_query(args, settings) -> int:
     from rag_search import memory
     from rag_search.embedding import find_model, query_embedder
     from rag_search.isolation import run_isolated
-    from rag_search.retrieval import SearchOptions, open_stores, search
+    from rag_search.retrieval import open_stores, search
     from rag_search.store import fingerprint
 
-    filters = memory.memory_filters(settings, _filters(args))
-    options = SearchOptions(top_k=args.top_k * 4 if args.loop_id else args.top_k, per_file=0, since=filters.since,
-                            types=list(filters.types), tags=list(filters.tags))
+    options = memory.query_options(settings, _filters(args), args.top_k, args.loop_id)
     model = find_model(settings.model_dir)
 
     def read_index(receive_vector):
@@ -99,35 +97,22 @@ def do_query(args, settings) -> int:
                 store.close()
 
     hits = run_isolated(read_index, lambda: query_embedder(settings.data_dir, model).embed([args.text])[0])
-    entries = [(hit, memory.entry_from_hit(hit)) for hit in hits]
-    entries = [(hit, entry) for hit, entry in entries if _in_loop(entry, args.loop_id)][: args.top_k]
     _emit(args, {"query": args.text, "memory_file": str(settings.memory_file),
-                 "entries": [{**_entry_json(entry), "score": round(hit.score, 4)} for hit, entry in entries]})
+                 "entries": memory.query_entries(hits, args.top_k, args.loop_id)})
     return 0
 
 
 def do_add(args, settings) -> int:
     from rag_search import memory
-    from rag_search.parsing import normalize_tag
-    from rag_search.runs import index_run
-    from rag_search.sources.personal import COLLECTION, index_files, recorded_roots
 
-    if args.confidence is not None and not 0 <= args.confidence <= 1:
-        raise memory.MemoryFileError("--confidence must be between 0 and 1")
-    tags = [normalize_tag(tag) for tag in (args.tags or "").split(",") if normalize_tag(tag)]
-    entry = memory.new_entry(args.kind, args.lesson, args.context, tags, args.confidence, args.loop_id, args.iteration)
-    path = settings.memory_file
-    memory.append_entry(path, entry)
-    with index_run(settings, COLLECTION) as run:
-        index_files(run.store, run.pipeline, settings, [path], [*settings.personal_roots, *recorded_roots(settings)])
-    _emit(args, {"added": entry, "memory_file": str(path), "indexed": run.published})
+    tags = (args.tags or "").split(",")
+    entry, published = memory.record(settings, args.kind, args.lesson, args.context, tags, args.confidence, args.loop_id, args.iteration)
+    _emit(args, {"added": entry, "memory_file": str(settings.memory_file), "indexed": published})
     return 0
 
 
 def do_clear(args, settings) -> int:
     from rag_search import memory
-    from rag_search.runs import index_run
-    from rag_search.sources.personal import COLLECTION, index_files, recorded_roots
 
     path = settings.memory_file
     doomed, kept, backup = memory.clear_entries(path, args.loop_id, args.before, apply=args.yes)
@@ -137,8 +122,7 @@ def do_clear(args, settings) -> int:
         print(f"error: {len(doomed)} entries would be deleted; nothing was (hint: add --yes)", file=sys.stderr)
         return EXIT_CONFIG
     if doomed:
-        with index_run(settings, COLLECTION) as run:
-            index_files(run.store, run.pipeline, settings, [path], [*settings.personal_roots, *recorded_roots(settings)])
+        memory.reindex(settings)
     _emit(args, {"deleted": len(doomed), "remaining": len(kept), "backup": str(backup) if backup else None, "memory_file": str(path)})
     return 0
 
@@ -147,40 +131,9 @@ COMMANDS = {"list": do_list, "query": do_query, "add": do_add, "clear": do_clear
 
 
 def _filters(args):
-    from rag_search.parsing import normalize_tag
-    from rag_search.records import Filters
-
-    return Filters(since=args.since, types=tuple(args.types or ()), tags=tuple(normalize_tag(tag) for tag in args.tags or ()))
-
-
-def _in_loop(entry, loop_id: str | None) -> bool:
-    return loop_id is None or entry.fields.get("loopId") == loop_id
-
-
-def _file_entries(settings):
-    """(entries of the memory file, the error reading it or None)."""
     from rag_search import memory
 
-    try:
-        return [memory.Entry(fields, str(settings.memory_file)) for fields in memory.read_entries(settings.memory_file)], None
-    except memory.MemoryFileError as exc:
-        return [], exc
-
-
-def _indexed_entries(settings, filters) -> list:
-    """Memory records of the personal index (other memory files); none when it was never built."""
-    from rag_search import memory
-    from rag_search.records import Hit
-    from rag_search.store import Store
-
-    if not Store.is_built(settings, "personal"):
-        return []
-    store = Store.open_for_reading(settings, "personal")
-    try:
-        chunks = store.matching(memory.memory_filters(settings, filters))
-    finally:
-        store.close()
-    return [memory.entry_from_hit(Hit(chunk.id, "personal", 0.0, chunk.text, chunk.metadata)) for chunk in chunks]
+    return memory.entry_filters(args.since, args.types, args.tags)
 
 
 def _entry_json(entry) -> dict:

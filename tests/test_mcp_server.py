@@ -14,9 +14,9 @@ from conftest import SCRIPTS, run_script
 QUESTION = "why is ArgoCD self-heal disabled?"
 
 
-def server(data, home):
+def server(data, home, **env):
     return StdioServerParameters(command=sys.executable, args=[str(SCRIPTS / "mcp_server.py"), "--data-dir", str(data)],
-                                 env={"HOME": str(home), "RAG_SEARCH_SOURCES": os.environ["RAG_SEARCH_SOURCES"]})
+                                 env={"HOME": str(home), "RAG_SEARCH_SOURCES": os.environ["RAG_SEARCH_SOURCES"], **env})
 
 
 async def call(client, tool: str, **arguments):
@@ -25,10 +25,10 @@ async def call(client, tool: str, **arguments):
     return result.is_error, json.loads(result.content[0].text)
 
 
-def session(data, home, steps):
+def session(data, home, steps, **env):
     """Run `steps(client)` in one client session (initialize handshake, as Claude Code does), with an anti-hang bound."""
     async def main():
-        async with asyncio.timeout(240), Client(server(data, home), mode="legacy", read_timeout_seconds=120) as client:
+        async with asyncio.timeout(240), Client(server(data, home, **env), mode="legacy", read_timeout_seconds=120) as client:
             return await steps(client)
 
     return asyncio.run(main())
@@ -65,7 +65,7 @@ def test_a_session_lists_tools_searches_reads_and_follows_an_index_run(example_d
 
     tools, before, document, chunk, report, after = session(example_data, isolated_home, steps)
 
-    assert set(tools) == {"search", "get_document", "status"}
+    assert set(tools) == {"search", "get_document", "status", "memory_list", "memory_query", "memory_add"}
     assert {"query", "top_k", "source", "since", "verbose"} <= set(tools["search"].input_schema["properties"])
     cli = run_script("search.py", "--data-dir", example_data, "--top-k", "3", QUESTION)
     assert cli.code == 0, cli
@@ -115,3 +115,25 @@ def test_before_any_index_the_server_starts_and_says_so(tmp_path, isolated_home)
 
     failed, payload = session(tmp_path / "empty", isolated_home, steps)
     assert failed and payload["error"]["code"] == 3 and "index_personal.py" in payload["error"]["hint"]
+
+
+def test_memory_tools_record_an_entry_that_the_next_query_recalls(example_data, state_dir, isolated_home):
+    memory_file = state_dir / "memory" / "agent.json"
+
+    async def steps(client):
+        failed, added = await call(client, "memory_add", type="lesson_learned", tags=["helm"], confidence=0.9,
+                                   lesson="Upgrades of the kestrel chart need --atomic so that a failed release rolls back")
+        assert not failed, added
+        failed, recalled = await call(client, "memory_query", text="kestrel chart upgrade rolled back", tag=["helm"])
+        assert not failed, recalled
+        failed, listed = await call(client, "memory_list", type=["lesson_learned"])
+        assert not failed, listed
+        refused = await client.call_tool("memory_add", {"type": "lesson_learned", "lesson": "x", "confidence": 1.5})
+        return added, recalled, listed, refused.is_error
+
+    added, recalled, listed, refused = session(
+        example_data, isolated_home, steps, RAG_SEARCH_PERSONAL_DIRS=str(state_dir), RAG_SEARCH_MEMORY_FILE=str(memory_file))
+    assert json.loads(memory_file.read_text()) == [added["added"]] and added["indexed"]
+    assert recalled["entries"][0]["id"] == added["added"]["id"], recalled
+    assert listed["entries"][0]["id"] == added["added"]["id"], "newest first"
+    assert refused, "a confidence over 1 is refused"

@@ -152,3 +152,80 @@ def merged(file_entries: list[Entry], indexed: list[Entry]) -> list[Entry]:
     seen = {entry.fields.get("id") for entry in file_entries}
     extra = [entry for entry in indexed if entry.fields.get("id") not in seen or entry.fields.get("id") is None]
     return sorted([*file_entries, *extra], key=lambda entry: entry.created, reverse=True)
+
+
+def listing(settings: Settings, filters: Filters, loop_id: str | None) -> tuple[list[Entry], MemoryFileError | None]:
+    """(entries of the memory file and of other indexed memory files that pass the filters, newest first; the error
+    reading the memory file, if any). MemoryFileError when there is nothing to list and the file cannot be read."""
+    try:
+        file_entries, problem = [Entry(fields, str(settings.memory_file)) for fields in read_entries(settings.memory_file)], None
+    except MemoryFileError as exc:
+        file_entries, problem = [], exc
+    indexed = [entry for entry in _indexed_entries(settings, filters) if entry.file != str(settings.memory_file)]
+    if problem is not None and not indexed:
+        raise problem
+    entries = [entry for entry in merged(file_entries, indexed) if entry.matches(filters) and in_loop(entry, loop_id)]
+    return entries, problem
+
+
+def _indexed_entries(settings: Settings, filters: Filters) -> list[Entry]:
+    """Memory records of the personal index (other memory files); none when it was never built."""
+    from .store import Store
+
+    if not Store.is_built(settings, "personal"):
+        return []
+    store = Store.open_for_reading(settings, "personal")
+    try:
+        chunks = store.matching(memory_filters(settings, filters))
+    finally:
+        store.close()
+    return [entry_from_hit(Hit(chunk.id, "personal", 0.0, chunk.text, chunk.metadata)) for chunk in chunks]
+
+
+def in_loop(entry: Entry, loop_id: str | None) -> bool:
+    return loop_id is None or entry.fields.get("loopId") == loop_id
+
+
+def record(settings: Settings, kind: str, lesson: str, context: str | None = None, tags: list[str] | None = None,
+           confidence: float | None = None, loop_id: str | None = None, iteration: int | None = None) -> tuple[dict, bool]:
+    """Append a new entry to the memory file and index that file at once; (the entry, whether an index was published)."""
+    from .parsing import normalize_tag
+
+    if confidence is not None and not 0 <= confidence <= 1:
+        raise MemoryFileError("--confidence must be between 0 and 1")
+    entry = new_entry(kind, lesson, context, [normalize_tag(tag) for tag in tags or () if normalize_tag(tag)], confidence,
+                      loop_id, iteration)
+    append_entry(settings.memory_file, entry)
+    return entry, reindex(settings)
+
+
+def reindex(settings: Settings) -> bool:
+    """Bring the memory file's chunks in line with it (one document, no walk); True if an index was published."""
+    from .runs import index_run
+    from .sources.personal import COLLECTION, index_files, recorded_roots
+
+    with index_run(settings, COLLECTION) as run:
+        index_files(run.store, run.pipeline, settings, [settings.memory_file], [*settings.personal_roots, *recorded_roots(settings)])
+    return run.published
+
+
+def query_options(settings: Settings, filters: Filters, top_k: int, loop_id: str | None):
+    """The SearchOptions of a memory query: memory records only, every record on its own (no per-file cap)."""
+    from .retrieval import SearchOptions
+
+    filters = memory_filters(settings, filters)
+    return SearchOptions(top_k=top_k * 4 if loop_id else top_k, per_file=0, since=filters.since, until=filters.until,
+                         types=list(filters.types), tags=list(filters.tags))
+
+
+def query_entries(hits: list[Hit], top_k: int, loop_id: str | None) -> list[dict]:
+    """The entries of a memory query's hits, best first, with their scores."""
+    entries = [(hit, entry_from_hit(hit)) for hit in hits]
+    return [{**entry.fields, "file": entry.file, "score": round(hit.score, 4)} for hit, entry in entries if in_loop(entry, loop_id)][:top_k]
+
+
+def entry_filters(since: float | None, types: list[str] | None, tags: list[str] | None) -> Filters:
+    """The filters of list and query: created since, any of the types, all of the tags (normalised as indexed)."""
+    from .parsing import normalize_tag
+
+    return Filters(since=since, types=tuple(types or ()), tags=tuple(normalize_tag(tag) for tag in tags or ()))

@@ -10,11 +10,12 @@ field.
 
 from .retrieval import SearchResult
 
-# Kept in the compact answer, in this order: where the passage is and how old, and which version of the docs; and
-# `suspect`, the warning that the passage reads like instructions to an AI (injection.py).
-CITED_METADATA = ("heading", "date", "url", "path", "doc_version", "commit", "suspect")
+# Kept in the compact answer, in this order: where the passage is and how old, which version of the docs, a record's
+# id (what an agent cites or passes on); and `suspect`, the warning that the passage reads like instructions to an AI
+# (injection.py).
+CITED_METADATA = ("heading", "date", "url", "path", "doc_version", "commit", "record_id", "suspect")
 # Fields of JSON records (and front matter tags), kept unless the passage already shows them.
-RECORD_METADATA = ("type", "status", "category", "context", "record_id", "confidence", "tags")
+RECORD_METADATA = ("type", "status", "category", "context", "confidence", "tags", "loop_id", "iteration")
 # Facts about the file rather than the passage: said once per file in an answer, unless a later passage differs (a
 # record's own date, a section's URL).
 FILE_METADATA = ("path", "url", "date", "doc_version", "commit", "tags")

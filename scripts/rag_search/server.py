@@ -21,7 +21,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.types import CallToolResult, TextContent
 from pydantic import Field
 
-from . import __version__, dates, documents, output, status
+from . import __version__, dates, documents, memory, output, status
 from .cli import error_payload
 from .config import Settings
 from .errors import EXIT_FAILURE, RagSearchError, UsageError
@@ -47,7 +47,7 @@ class RagSearchServer:
         self._register()
 
     def _register(self) -> None:
-        for tool in (self.search, self.get_document, self.status):
+        for tool in (self.search, self.get_document, self.status, self.memory_list, self.memory_query, self.memory_add):
             self.mcp.add_tool(tool, structured_output=False)
 
     def warm_up(self) -> None:
@@ -128,6 +128,57 @@ class RagSearchServer:
 
         return await self._run(work)
 
+    async def memory_list(
+        self,
+        since: Annotated[str | None, Field(description="created on or after: YYYY-MM-DD, ISO time, 7d, 2w, 3m, 1y")] = None,
+        type: Annotated[list[str] | None, Field(description="only these types: lesson_learned, failure_pattern…")] = None,
+        tag: Annotated[list[str] | None, Field(description="only entries with all these tags")] = None,
+        loop_id: Annotated[str | None, Field(description="only entries of this loop")] = None,
+    ) -> str | CallToolResult:
+        """The agent's memory entries (lessons, failure and success patterns), newest first (as memory.py list)."""
+
+        def work():
+            entries, _ = memory.listing(self.settings, memory.entry_filters(_date(since, "since"), type, tag), loop_id)
+            return {"memory_file": str(self.settings.memory_file), "count": len(entries),
+                    "entries": [{**entry.fields, "file": entry.file} for entry in entries]}
+
+        return await self._run(work)
+
+    async def memory_query(
+        self,
+        text: Annotated[str, Field(description="what to recall, in plain words")],
+        top_k: Annotated[int, Field(ge=1, le=100, description="number of entries")] = 5,
+        since: Annotated[str | None, Field(description="created on or after (same forms as search's since)")] = None,
+        type: Annotated[list[str] | None, Field(description="only these types")] = None,
+        tag: Annotated[list[str] | None, Field(description="only entries with all these tags")] = None,
+        loop_id: Annotated[str | None, Field(description="only entries of this loop")] = None,
+    ) -> str | CallToolResult:
+        """Recall memory entries by meaning and keywords, best first (as memory.py query)."""
+
+        def work():
+            options = memory.query_options(self.settings, memory.entry_filters(_date(since, "since"), type, tag), top_k, loop_id)
+            hits = self._searcher().search(text, options, "personal").hits
+            return {"query": text, "memory_file": str(self.settings.memory_file), "entries": memory.query_entries(hits, top_k, loop_id)}
+
+        return await self._run(work)
+
+    async def memory_add(
+        self,
+        type: Annotated[str, Field(description="lesson_learned, failure_pattern, success_pattern, or another word")],
+        lesson: Annotated[str, Field(description="what was learned, in one sentence")],
+        context: Annotated[str | None, Field(description="where it came from: a file, a task")] = None,
+        tags: Annotated[list[str] | None, Field(description="tags")] = None,
+        confidence: Annotated[float | None, Field(ge=0, le=1, description="how sure, 0 to 1")] = None,
+        loop_id: Annotated[str | None, Field(description="the loop that learned it")] = None,
+    ) -> str | CallToolResult:
+        """Record a memory entry in the memory file and index it at once: the next search or memory_query finds it."""
+
+        def work():
+            entry, published = memory.record(self.settings, type, lesson, context, tags, confidence, loop_id)
+            return {"added": entry, "memory_file": str(self.settings.memory_file), "indexed": published}
+
+        return await self._run(work)
+
     def _reranker(self):
         """The configured cross-encoder, kept loaded; without one the fused order stays, as with search.py --rerank."""
         if self.reranker is None:
@@ -169,3 +220,4 @@ def _date(value: str | None, name: str) -> float | None:
         return dates.parse_bound(value)
     except ValueError as exc:
         raise UsageError(f"{name}: {exc}", hint="dates are YYYY-MM-DD, an ISO time, or 7d, 2w, 3m, 1y ago") from None
+
