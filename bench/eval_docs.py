@@ -130,6 +130,16 @@ def table(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def margins(overall: list[dict]) -> str:
+    """Each product system's Hit@5 and MRR@10 against the better baseline of the same run (the issue's yardstick)."""
+    baselines = [row for row in overall if row["system"].startswith("baseline:")]
+    if not baselines:
+        return ""
+    best = {name: max(row[name] for row in baselines) for name in ("hit5", "mrr10")}
+    return "\n".join(f"{row['system']}: Hit@5 {row['hit5'] - best['hit5']:+.3f}, MRR@10 {row['mrr10'] - best['mrr10']:+.3f} "
+                     "over the better baseline" for row in overall if row["system"].startswith("product:"))
+
+
 def score(questions: list[dict], rankings: dict[str, dict]) -> list[dict]:
     """Rows per system and corpus, then overall (the mean over questions)."""
     rows = []
@@ -189,6 +199,7 @@ def main() -> int:
     overall = [row for row in rows if row["corpus"] == "overall"]
     print(f"docs-faq {args.split}: {len(questions)} questions, {sum(i['chunks'] for i in indexing.values())} chunks")
     print(table(overall))
+    print(margins(overall))
     print()
     print(table(rows))
     latencies.sort()
