@@ -101,16 +101,20 @@ def product_rankings(corpus: str, work: Path, questions: list[dict], systems: di
         searcher.close()
 
 
-def baseline_rankings(corpus: str, folder: Path, work: Path, questions: list[dict], embed) -> dict:
-    """{baseline: {question id: ranked files}}, kept under `work` while the corpus and the questions are the same."""
+def baseline_rankings(corpus: str, folder: Path, work: Path, questions: list[dict], everyone: list[dict], embed) -> dict:
+    """{baseline: {question id: ranked files}}, kept under `work` while the corpus and the questions are the same.
+
+    A missing ranking is made for every question of the corpus (`everyone`, all splits), so the
+    naive baseline embeds the corpus once, not once per split.
+    """
     files = docs_baselines.corpus_files(folder)
     stamp = hashlib.sha256(json.dumps([[str(p), p.stat().st_size, p.stat().st_mtime_ns] for p in files]).encode()).hexdigest()
     cache = work / "baselines" / f"{corpus}.json"
     kept = json.loads(cache.read_text()) if cache.is_file() else {}
     if kept.get("stamp") != stamp:
         kept = {"stamp": stamp, "ranked": {name: {} for name in BASELINES}}
-    todo = [q for q in questions if any(q["id"] not in kept["ranked"][name] for name in BASELINES)]
-    if todo:
+    if any(q["id"] not in kept["ranked"][name] for q in questions for name in BASELINES):
+        todo = [q for q in everyone if any(q["id"] not in kept["ranked"][name] for name in BASELINES)]
         kept["ranked"]["bm25s-files"].update(docs_baselines.bm25s_files(folder, todo))
         kept["ranked"]["naive-chroma-380w"].update(docs_baselines.naive_chroma(folder, todo, embed()))
         cache.parent.mkdir(parents=True, exist_ok=True)
@@ -124,6 +128,16 @@ def table(rows: list[dict]) -> str:
         lines.append(f"| {row['system']} | {row['corpus']} | {row['n']} | "
                      + " | ".join(f"{row[name]:.3f}" for name in METRICS) + " |")
     return "\n".join(lines)
+
+
+def margins(overall: list[dict]) -> str:
+    """Each product system's Hit@5 and MRR@10 against the better baseline of the same run (the issue's yardstick)."""
+    baselines = [row for row in overall if row["system"].startswith("baseline:")]
+    if not baselines:
+        return ""
+    best = {name: max(row[name] for row in baselines) for name in ("hit5", "mrr10")}
+    return "\n".join(f"{row['system']}: Hit@5 {row['hit5'] - best['hit5']:+.3f}, MRR@10 {row['mrr10'] - best['mrr10']:+.3f} "
+                     "over the better baseline" for row in overall if row["system"].startswith("product:"))
 
 
 def score(questions: list[dict], rankings: dict[str, dict]) -> list[dict]:
@@ -175,8 +189,9 @@ def main() -> int:
         ranked, spent = product_rankings(corpus, args.work, subset, systems)
         latencies += spent
         if not args.no_baselines:
+            everyone = read_questions(args.data, "all", {corpus})
             ranked.update((f"baseline:{name}", found) for name, found in baseline_rankings(corpus, args.data / corpus, args.work,
-                                                                                            subset, embed).items())
+                                                                                            subset, everyone, embed).items())
         for system, found in ranked.items():
             rankings[system].update(found)
 
@@ -184,6 +199,7 @@ def main() -> int:
     overall = [row for row in rows if row["corpus"] == "overall"]
     print(f"docs-faq {args.split}: {len(questions)} questions, {sum(i['chunks'] for i in indexing.values())} chunks")
     print(table(overall))
+    print(margins(overall))
     print()
     print(table(rows))
     latencies.sort()
