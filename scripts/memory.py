@@ -14,7 +14,7 @@ from rag_search.errors import EXIT_CONFIG  # noqa: E402
 EXIT_CODES = (0, 1, 2, 3, 4, 5, 6, 7, 8)
 MEANINGS = {3: "query: the personal index has not been built yet",
             6: "the memory file is missing or not a memory file, or clear without --yes (nothing was deleted)",
-            8: "add, clear: another index run holds the personal index longer than --wait"}
+            8: "add, clear: another index run held the personal index too long (the wait setting)"}
 
 EPILOG = """subcommands:
   list   entries of the memory file and of any other indexed memory file, newest first

@@ -95,6 +95,7 @@ def test_searched_collections_lists_only_what_was_searched(example_data, tmp_pat
     ("status.py", {"0", "7"}, {"3", "8", "9"}),
     ("get.py", {"0", "2", "3"}, {"8", "9"}),
     ("mcp_server.py", {"0", "5"}, {"8", "9"}),
+    ("memory.py", {"0", "6", "8"}, {"9"}),
 ])
 def test_each_script_help_shows_its_own_exit_codes(script, own, foreign):
     listed = set(re.findall(r"^  (\d)  ", run_script(script, "--help", timeout=30).stdout.split("exit codes:")[1], re.MULTILINE))
