@@ -193,8 +193,7 @@ def record(settings: Settings, kind: str, lesson: str, context: str | None = Non
 
     if confidence is not None and not 0 <= confidence <= 1:
         raise MemoryFileError("--confidence must be between 0 and 1")
-    entry = new_entry(kind, lesson, context, [normalize_tag(tag) for tag in tags or () if normalize_tag(tag)], confidence,
-                      loop_id, iteration)
+    entry = new_entry(kind, lesson, context, [tag for tag in map(normalize_tag, tags or ()) if tag], confidence, loop_id, iteration)
     append_entry(settings.memory_file, entry)
     return entry, reindex(settings)
 

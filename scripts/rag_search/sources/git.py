@@ -74,7 +74,7 @@ def git_listing(spec: GitSource, cache_dir: Path, max_bytes: int, state: dict | 
     repo = _prepare_clone(cache_dir / "repo", spec)
     commit = _fetch(repo, spec.version)
     tree, secret_files = _tree_files(repo, commit, spec.path, spec.glob)
-    oversized = _oversized(repo, tree, max_bytes)
+    oversized = _oversized(repo, commit, tree, max_bytes)
     _check_out(repo, commit, spec.path, oversized)
     warn_secret_files(spec.id, secret_files)
     skipped = [{"file": f"{spec.id}/{path}", "key": f"{spec.id}:{path}",
@@ -194,22 +194,25 @@ def _fetch(repo, version: str | None) -> str:
     return commit
 
 
-def _oversized(repo, tree: dict[str, str], max_bytes: int) -> list[str]:
+def _oversized(repo, commit: str, tree: dict[str, str], max_bytes: int) -> list[str]:
     """Paths of `tree` whose blob is over `max_bytes`.
 
-    The clone holds no file contents: the blobs of the files to index are fetched in
-    one request (the checkout would fetch them anyway, one request each) so that
-    their sizes are known before anything is written to the worktree.
+    The clone holds no file contents it has not needed: the blobs of the files to
+    index that it lacks are fetched in one request (the checkout would fetch them
+    anyway, one request each) so that their sizes are known before anything is
+    written to the worktree. Blobs a run already fetched are not fetched again.
     """
     import git
 
     blobs = sorted(set(tree.values()))
-    if not blobs:
-        return []
     try:
-        _git_with_lines(repo, ["-c", "fetch.negotiationAlgorithm=noop", "fetch", "--quiet", "--no-tags", "--no-write-fetch-head",
-                               "--recurse-submodules=no", "--filter=blob:none", "--stdin", "origin"], blobs)
-        output = _git_with_lines(repo, ["cat-file", "--batch-check=%(objectname) %(objectsize)"], blobs)
+        listed = repo.git.rev_list("--objects", "--missing=print", "--no-walk", "--end-of-options", commit)  # never fetches
+        missing = {line[1:] for line in listed.splitlines() if line.startswith("?")}
+        wanted = [blob for blob in blobs if blob in missing]
+        if wanted:
+            _git_with_lines(repo, ["-c", "fetch.negotiationAlgorithm=noop", "fetch", "--quiet", "--no-tags", "--no-write-fetch-head",
+                                   "--recurse-submodules=no", "--filter=blob:none", "--stdin", "origin"], wanted)
+        output = _git_with_lines(repo, ["cat-file", "--batch-check=%(objectname) %(objectsize)"], blobs) if blobs else ""
     except git.GitCommandError as exc:
         raise SourceFailed(f"git fetch of the files to index failed: {_git_message(exc)}") from None
     sizes = {name: int(size) for name, size in (line.split() for line in output.splitlines())}
