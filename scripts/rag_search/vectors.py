@@ -211,11 +211,12 @@ class VectorIndex:
         return out
 
     def query(self, vector: np.ndarray, n: int, where: dict | None) -> list[tuple[str, str, dict, float]]:
-        """The `n` nearest chunks: (id, text, metadata, cosine similarity), nearest first."""
-        count = self.count()
-        if count == 0:
+        """The `n` nearest chunks: (id, text, metadata, cosine similarity), nearest first.
+
+        Not bounded by count() first: ChromaDB returns what it has, and counting costs as much as a small query."""
+        if self.collection is None:
             return []
-        result = self.collection.query(query_embeddings=[vector.tolist()], n_results=min(n, count), where=where,
+        result = self.collection.query(query_embeddings=[vector.tolist()], n_results=n, where=where,
                                        include=["documents", "metadatas", "distances"])
         return [(chunk_id, text or "", dict(metadata or {}), 1.0 - distance) for chunk_id, text, metadata, distance in
                 zip(result["ids"][0], result["documents"][0], result["metadatas"][0], result["distances"][0], strict=True)]
