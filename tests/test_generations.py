@@ -66,6 +66,26 @@ def test_each_changing_run_publishes_a_generation_and_old_ones_go_when_unread(st
     assert generations(data) == ["g000003"]
 
 
+def test_a_run_that_changes_nothing_copies_nothing(state_dir, tmp_path):
+    """Plan before copy: the published generation is copied only once a run has something to write."""
+    data = tmp_path / "data"
+    assert index(data, state_dir).code == 0
+    probe = personal(data) / "generations" / current(data) / "copy-probe"
+    os.mkfifo(probe)  # copying a named pipe fails, so a run that copies the generation cannot pass unnoticed
+
+    unchanged = index(data, state_dir)
+    assert unchanged.code == 0, unchanged
+    assert unchanged.json["published"] is False
+    searched = run_script("search.py", "--data-dir", data, "--index", "personal", "MinIO bucket policy")
+    assert searched.code == 0, searched  # the refresh before a search finds nothing to do
+
+    add_note(state_dir)
+    changed = index(data, state_dir)
+    assert changed.code != 0 and "copy-probe" in changed.stderr, "a run with something to write copies the generation"
+    probe.unlink()
+    assert index(data, state_dir).json["published"] is True
+
+
 def test_a_second_index_run_waits_then_gives_up_with_exit_8(state_dir, tmp_path):
     data = tmp_path / "data"
     personal(data).mkdir(parents=True)

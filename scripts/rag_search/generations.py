@@ -9,9 +9,10 @@ collection has its own folder, so a run that changes one never copies the other:
     <data dir>/<collection>/generations/g000042/    chroma/, catalog.sqlite, generation.json
     <data dir>/<collection>/write.lock              held by the one index run that may write
 
-An index run takes the write lock (waiting a bounded time), copies the current
-generation into a hidden work folder (or starts from an empty one to rebuild),
-applies its changes there, verifies the result, then publishes it: write
+An index run takes the write lock (waiting a bounded time) and reads the
+current generation to plan its changes. On its first write it copies the
+current generation into a hidden work folder (or starts from an empty one to
+rebuild), applies its changes there, verifies the result, then publishes it: write
 generation.json, fsync, rename to its final name, replace CURRENT. A run that
 changes nothing, fails or is killed leaves the previous generation serving;
 its work folder is removed by the next run.
@@ -105,12 +106,15 @@ def open_for_reading(root: Path) -> tuple[Path, int, str | None]:
 
 
 class WriteSession:
-    """The write lock of one collection, and a work folder for its next generation."""
+    """The write lock of one collection, and a work folder for its next generation, made on the first write."""
 
     def __init__(self, root: Path, wait_seconds: float, fresh: bool = False):
-        """Take the lock; start from a copy of the published generation, or from nothing when `fresh`."""
+        """Take the lock and choose what the next generation starts from: the published one, or nothing when `fresh`.
+
+        Nothing is copied yet: a run that finds nothing to change never pays for a copy of the index.
+        """
         self.root = root
-        self.folder: Path | None = None
+        self.folder: Path | None = None  # the work folder, once start() made it
         root.mkdir(mode=0o700, parents=True, exist_ok=True)
         self._lock: int | None = _acquire_write_lock(root, wait_seconds)
         try:
@@ -122,14 +126,20 @@ class WriteSession:
             collect_garbage(root)
             self.base = None if fresh or name is None else root / GENERATIONS / name
             self.name = _next_name(root)
-            self.folder = root / GENERATIONS / f".{self.name}.work"
-            if self.base is None:
-                self.folder.mkdir(mode=0o700)
-            else:
-                copy_generation(self.base, self.folder)
         except BaseException:
             self.discard()
             raise
+
+    def start(self) -> Path:
+        """The work folder: a copy of the published generation (or empty), made now if not yet."""
+        if self.folder is None:
+            work = self.root / GENERATIONS / f".{self.name}.work"
+            self.folder = work  # set first, so discard() removes a copy cut short
+            if self.base is None:
+                work.mkdir(mode=0o700)
+            else:
+                copy_generation(self.base, work)
+        return self.folder
 
     def publish(self) -> None:
         """Make the work folder the current generation; the caller has closed and verified it."""

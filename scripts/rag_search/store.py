@@ -156,7 +156,8 @@ class Store:
 
     @classmethod
     def open_for_writing(cls, settings: Settings, name: str, fresh: bool = False) -> "Store":
-        """A writable next generation of `name`, a copy of the published one (or empty when `fresh`)."""
+        """The next generation of `name`: it reads the published one (or nothing when `fresh`) until the first
+        write copies it into a work folder, so a run that changes nothing copies nothing."""
         make_private_dir(settings.data_dir)
         generations.remove_legacy_layout(settings.data_dir)
         root = settings.data_dir / name
@@ -169,19 +170,53 @@ class Store:
                 raise disk_full(root, generations.complete_generations(root)) from None
             raise StoreError(f"cannot prepare the next {name} index in {root}: {exc.strerror or one_line(exc)}",
                              hint=rebuild_hint(name)) from None
-        except Exception as exc:  # sqlite3 errors while copying a damaged generation
-            raise StoreError(f"the {name} index in {root} cannot be copied: {one_line(exc)}", hint=rebuild_hint(name)) from None
-        store = cls(name, session.folder, settings)
+        store = cls(name, session.base or root, settings)
         store._session = session
 
-        def open_parts():
-            store._catalog = Catalog(session.folder / CATALOG)
-            if settings.server is None:
-                store._vectors = VectorIndex.open_local(session.folder / CHROMA, name)
-            else:
-                store._open_server_for_writing(fresh)
+        def open_published():
+            try:
+                store._open_local(writable=False)
+            except FingerprintMismatch:  # a catalog of an older schema, which only a writable copy can rebuild
+                store._start_writing()
 
-        return store._attach(open_parts)
+        try:
+            if session.base is None:
+                store._start_writing()
+            else:
+                store._attach(open_published)
+            if settings.server is not None:
+                store._attach(lambda: store._open_server_for_writing(fresh))
+        except BaseException:
+            store.close()
+            raise
+        return store
+
+    def _open_local(self, writable: bool) -> None:
+        """Open the catalog of self.folder, and its vectors unless they live on a server."""
+        self._catalog = Catalog(self.folder / CATALOG, writable=writable)
+        if self.settings.server is None:
+            self._vectors = VectorIndex.open_local(self.folder / CHROMA, self.name, reading=not writable)
+
+    def _start_writing(self) -> None:
+        """Before the first write: reopen the index on a work copy of the published generation (made now)."""
+        if self._session.folder is not None:
+            return
+        root = self._session.root
+        if self._catalog is not None:
+            self._catalog.close()
+        if self.settings.server is None and self._vectors is not None:
+            self._vectors.close()
+        try:
+            self.folder = self._session.start()
+        except OSError as exc:
+            if is_disk_full(exc):
+                raise disk_full(root, generations.complete_generations(root)) from None
+            raise StoreError(f"cannot prepare the next {self.name} index in {root}: {exc.strerror or one_line(exc)}",
+                             hint=rebuild_hint(self.name)) from None
+        except Exception as exc:  # sqlite3 errors while copying a damaged generation
+            raise StoreError(f"the {self.name} index in {root} cannot be copied: {one_line(exc)}",
+                             hint=rebuild_hint(self.name)) from None
+        self._attach(lambda: self._open_local(writable=True))
 
     def _attach(self, open_parts) -> "Store":
         """Run `open_parts`; if it fails, release what was opened and say which index cannot be opened and how to rebuild it."""
@@ -252,6 +287,7 @@ class Store:
             return False
         if stored is not None:
             log.warning("the %s index was built with another model or chunking: rebuilding it", self.name)
+        self._start_writing()
         self._vectors.create(expected)
         self._catalog.clear()
         return True
@@ -383,6 +419,7 @@ class Store:
         `embed` gives the vectors of the chunks that are new to the index. On failure
         nothing of this write stays, and IndexWriteError says so (or the disk is full).
         """
+        self._start_writing()
         old_ids = set(self._catalog.chunk_ids([record.key for record, _ in items]))
         chunks = [chunk for _, document_chunks in items for chunk in document_chunks]
         fresh = list({chunk.id: chunk for chunk in chunks if chunk.id not in old_ids}.values())
@@ -405,6 +442,8 @@ class Store:
 
     def remove(self, keys: list[str]) -> int:
         """Remove documents and their chunks; returns the number of chunks removed."""
+        if keys:
+            self._start_writing()
         ids = self._catalog.chunk_ids(keys)
         if self._journal is not None:
             self._journal.record(ids)
@@ -417,15 +456,19 @@ class Store:
 
     def touch(self, updates: list[tuple[str, str | None, dict | None]]) -> None:
         """New (key, identity, state) for documents whose content did not change."""
-        self._catalog.touch(updates)
+        if updates:
+            self._start_writing()
+            self._catalog.touch(updates)
 
     def set_source_state(self, source_id: str, state: dict | None) -> None:
-        self._catalog.set_source_state(source_id, state)
+        if state != self._catalog.source_state(source_id):
+            self._start_writing()
+            self._catalog.set_source_state(source_id, state)
 
     def remove_source(self, source_id: str) -> int:
         """Every chunk and the saved state of one source; returns the number of chunks removed."""
         removed = self.remove(list(self._catalog.documents(source_id)))
-        self._catalog.set_source_state(source_id, None)
+        self.set_source_state(source_id, None)
         return removed
 
     def _stored_metadata(self, chunk: ChunkRecord) -> dict:
