@@ -123,8 +123,8 @@ class Catalog:
         return self._db.execute("SELECT COUNT(*) FROM documents WHERE source_id = ?", (source_id,)).fetchone()[0]
 
     def source_ids(self) -> set[str]:
-        """Every source with documents or saved state."""
-        rows = self._db.execute("SELECT source_id FROM documents UNION SELECT source_id FROM sources")
+        """Every source with documents or saved state (the index's own entries start with "@")."""
+        rows = self._db.execute("SELECT source_id FROM documents UNION SELECT source_id FROM sources WHERE source_id NOT LIKE '@%'")
         return {row[0] for row in rows}
 
     def chunk_ids(self, keys: list[str]) -> list[str]:

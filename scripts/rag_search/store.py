@@ -56,6 +56,7 @@ CHROMA = "chroma"
 OWNER_FILE = "owner"
 JOURNAL_FILE = "server-journal.jsonl"
 MIRROR_STATE = "server-keyword-copy"  # the keyword copy's record of the server version it holds
+FINGERPRINT_STATE = "@fingerprint"  # the vectors' fingerprint, in the catalog ("@" is never in a source id)
 MB = 1024 * 1024
 
 
@@ -127,13 +128,15 @@ class Store:
         self.settings = settings
         self.notes: list[str] = []  # for the caller to log: e.g. CURRENT was unreadable
         self._catalog: Catalog | None = None
-        self._vectors: VectorIndex | None = None
+        self._vector_index: VectorIndex | None = None
+        self._vectors_at: tuple[Path, bool] | None = None  # (folder, reading): vectors to open on first use
         self._session: generations.WriteSession | None = None
         self._read_lock: int | None = None
         self._journal: ServerJournal | None = None
         self._owner: str | None = None
         self._deferred: list[str] = []  # server mode: ids to delete once the run has published
         self._unpublished: UnpublishedVectors | None = None  # writers: vectors of runs that did not publish
+        self._fingerprint: dict | None = None  # writers: what prepare() was given
 
     # --- opening and closing ------------------------------------------------
 
@@ -195,7 +198,20 @@ class Store:
         """Open the catalog of self.folder, and its vectors unless they live on a server."""
         self._catalog = Catalog(self.folder / CATALOG, writable=writable)
         if self.settings.server is None:
-            self._vectors = VectorIndex.open_local(self.folder / CHROMA, self.name, reading=not writable)
+            self._vectors_at = (self.folder / CHROMA, not writable)
+
+    @property
+    def _vectors(self) -> VectorIndex | None:
+        """The vectors, opened on first use: a run that finds nothing to change never loads ChromaDB (a second)."""
+        if self._vector_index is None and self._vectors_at is not None:
+            folder, reading = self._vectors_at
+            self._vectors_at = None
+            self._attach(lambda: setattr(self, "_vectors", VectorIndex.open_local(folder, self.name, reading=reading)))
+        return self._vector_index
+
+    @_vectors.setter
+    def _vectors(self, vectors: VectorIndex | None) -> None:
+        self._vector_index = vectors
 
     def _start_writing(self) -> None:
         """Before the first write: reopen the index on a work copy of the published generation (made now)."""
@@ -204,8 +220,9 @@ class Store:
         root = self._session.root
         if self._catalog is not None:
             self._catalog.close()
-        if self.settings.server is None and self._vectors is not None:
-            self._vectors.close()
+        if self.settings.server is None and self._vector_index is not None:
+            self._vector_index.close()
+            self._vector_index = None
         try:
             self.folder = self._session.start()
         except OSError as exc:
@@ -217,6 +234,8 @@ class Store:
             raise StoreError(f"the {self.name} index in {root} cannot be copied: {one_line(exc)}",
                              hint=rebuild_hint(self.name)) from None
         self._attach(lambda: self._open_local(writable=True))
+        if self._fingerprint is not None:  # kept in the catalog too, so a run that changes nothing needs no vectors
+            self._catalog.set_source_state(FINGERPRINT_STATE, self._fingerprint)
 
     def _attach(self, open_parts) -> "Store":
         """Run `open_parts`; if it fails, release what was opened and say which index cannot be opened and how to rebuild it."""
@@ -242,10 +261,11 @@ class Store:
             self._read_lock = None
 
     def _release_handles(self) -> None:
-        for handle in (self._vectors, self._catalog, self._unpublished):
+        for handle in (self._vector_index, self._catalog, self._unpublished):
             if handle is not None:
                 handle.close()
-        self._vectors = self._catalog = self._unpublished = None
+        self._vector_index = self._catalog = self._unpublished = None
+        self._vectors_at = None
 
     @staticmethod
     def indexed_files(settings: Settings, name: str, source_id: str) -> IndexedFiles | None:
@@ -282,7 +302,8 @@ class Store:
         """Make sure the collection exists with this fingerprint; True if it was (re)created empty."""
         if self._session is not None and self._unpublished is None:
             self._unpublished = UnpublishedVectors(self._session.root, expected["model_id"], expected["dimension"])
-        stored = self._vectors.fingerprint()
+        self._fingerprint = expected
+        stored = self._catalog.source_state(FINGERPRINT_STATE) or self._vectors.fingerprint()  # an index made before the copy
         if stored == expected:
             return False
         if stored is not None:
@@ -290,6 +311,7 @@ class Store:
         self._start_writing()
         self._vectors.create(expected)
         self._catalog.clear()
+        self._catalog.set_source_state(FINGERPRINT_STATE, expected)
         return True
 
     def check_fingerprint(self, expected: dict) -> None:
@@ -518,8 +540,9 @@ class Store:
         if not self._catalog.changed:
             return False
         self._catalog.close()
-        if self.settings.server is None:
-            self._vectors.close()
+        if self.settings.server is None and self._vector_index is not None:
+            self._vector_index.close()
+            self._vector_index = None
         try:
             self.verify()
         except RagSearchError:
@@ -563,7 +586,7 @@ class Store:
                                  hint=rebuild_hint(self.name))
         finally:
             catalog.close()
-            if vectors is not self._vectors:
+            if vectors is not self._vector_index:
                 vectors.close()
 
     def _verify_server(self, ids: set[str]) -> None:
