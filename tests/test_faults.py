@@ -200,3 +200,15 @@ def test_a_failed_flush_fails_that_source_only(tmp_path, isolated_home):
     again = run_script("index_docs.py", "--data-dir", data, "--all")
     assert again.code == 0, again
     assert {c["metadata"]["file"] for c in store_contents(data, "docs").values()} == {"good/page.md", "bad/page.md"}
+
+
+def test_a_run_that_changes_nothing_never_opens_the_vectors(tmp_path):
+    """Planning reads only the catalog: ChromaDB (a second of imports and opening) is left alone when nothing changed."""
+    root = reset_root(tmp_path / "root")
+    data = tmp_path / "data"
+    assert run_script("index_personal.py", "--data-dir", data, root).code == 0
+    unchanged = faulty_run("fail@rag_search.vectors.VectorIndex.open_local", data, root)
+    assert unchanged.returncode == 0 and "faultrun:" not in unchanged.stderr, unchanged.stderr
+    change(root)
+    changed = faulty_run("fail@rag_search.vectors.VectorIndex.open_local", data, root)
+    assert "faultrun:" in changed.stderr and changed.returncode != 0, "a run with something to write opens them"
