@@ -4,6 +4,7 @@ Each collection has its own generations (<data>/personal/, <data>/docs/): a run
 that changes one never copies or risks the other.
 """
 
+import contextlib
 import fcntl
 import json
 import os
@@ -239,3 +240,39 @@ def test_the_single_generation_layout_of_earlier_versions_is_removed(state_dir, 
     assert "earlier rag-search version" in result.stderr
     assert not (data / "generations").exists() and not (data / "CURRENT").exists()
     assert current(data) == "g000001"
+
+
+def test_a_sqlite_file_copied_while_another_process_writes_it_is_a_committed_state(tmp_path):
+    """Searches write ChromaDB's SQLite file as they open it; a generation copied meanwhile must still be consistent.
+
+    The writer's transaction outgrows its cache, so uncommitted pages already overwrite committed ones in the file
+    when the copy starts."""
+    import sqlite3
+
+    from rag_search.generations import copy_sqlite
+
+    source = tmp_path / "busy.sqlite"
+    with contextlib.closing(sqlite3.connect(source)) as db:
+        db.execute("CREATE TABLE rows (n INTEGER, payload TEXT)")
+        db.executemany("INSERT INTO rows VALUES (?, ?)", ((i, "x" * 500) for i in range(5000)))
+        db.commit()
+    writer = subprocess.Popen([sys.executable, "-c", (
+        "import sqlite3, sys, time\n"
+        "db = sqlite3.connect(sys.argv[1], isolation_level=None)\n"
+        "db.execute('PRAGMA cache_size = 5')\n"
+        "db.execute('BEGIN')\n"
+        "db.execute(\"UPDATE rows SET payload = 'y' || substr(payload, 2)\")\n"
+        "print('spilled', flush=True)\n"
+        "time.sleep(1)\n"
+        "db.execute('COMMIT')\n"
+    ), str(source)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert writer.stdout.readline().strip() == "spilled"
+        target = tmp_path / "copy.sqlite"
+        copy_sqlite(source, target)
+        with contextlib.closing(sqlite3.connect(target)) as db:
+            assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+            assert db.execute("SELECT COUNT(DISTINCT substr(payload, 1, 1)) FROM rows").fetchone()[0] == 1, "half a transaction"
+    finally:
+        writer.kill()
+        writer.wait()

