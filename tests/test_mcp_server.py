@@ -137,3 +137,19 @@ def test_memory_tools_record_an_entry_that_the_next_query_recalls(example_data, 
     assert recalled["entries"][0]["id"] == added["added"]["id"], recalled
     assert listed["entries"][0]["id"] == added["added"]["id"], "newest first"
     assert refused, "a confidence over 1 is refused"
+
+
+def test_search_brings_in_a_note_written_since_the_index_like_search_py(state_dir, tmp_path, isolated_home):
+    data = tmp_path / "data"
+    assert run_script("index_personal.py", "--data-dir", data, state_dir).code == 0
+
+    async def steps(client):
+        failed, before = await call(client, "search", query="zebracorn", top_k=1, mode="lexical")
+        assert not failed and before["results"] == [], before
+        (state_dir / "notes" / "zebra-migration.md").write_text("# Zebra migration\n\nThe zebracorn cluster moved to rack 7.\n")
+        await asyncio.sleep(1.5)  # past the pause between two looks at the personal roots
+        return await call(client, "search", query="zebracorn", top_k=1, mode="lexical")
+
+    failed, after = session(data, isolated_home, steps)
+    assert not failed, after
+    assert after["results"][0]["file"] == "notes/zebra-migration.md" and "stale" not in after

@@ -14,6 +14,7 @@ Adding a tool: an `async def` with typed, documented parameters that returns
 import asyncio
 import json
 import logging
+import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Annotated, Literal
 
@@ -25,10 +26,13 @@ from . import __version__, dates, documents, memory, output, status
 from .cli import error_payload
 from .config import Settings
 from .errors import EXIT_FAILURE, RagSearchError, UsageError
+from .freshness import bring_in, find_changes, stale_report
 from .rerank import CrossEncoderReranker, find_rerank_model
 from .retrieval import Searcher, SearchOptions
 
 log = logging.getLogger("rag_search")
+
+FRESHNESS_PAUSE = 1.0  # seconds between two looks at the personal roots: a burst of calls pays for one walk
 
 INSTRUCTIONS = """Semantic search over the user's own notes, decisions and memory (personal) and registered
 documentation (docs). Search in plain words or exact identifiers; cite file, heading and date (personal) or url
@@ -43,6 +47,8 @@ class RagSearchServer:
         self.worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="rag-search")
         self.searcher: Searcher | None = None
         self.reranker = None  # the cross-encoder, loaded on the first call that asks for it
+        self._looked_at = float("-inf")  # when the personal roots were last compared with the index
+        self._stale: dict | None = None  # what that look found and could not bring in
         self.mcp = MCPServer("rag-search", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING")
         self._register()
 
@@ -101,8 +107,10 @@ class RagSearchServer:
                                     types=type, tags=tag,
                                     min_score=min_score, per_file=per_file, max_tokens=max_tokens,
                                     recency_half_life_days=recency_half_life or self.settings.recency_half_life_days)
+            stale = self._freshen() if index != "docs" else None
             result = self._searcher().search(query, options, index, self._reranker() if rerank else None)
-            return output.result_payload(result, metadata_only=metadata_only, explain=explain, verbose=verbose)
+            payload = output.result_payload(result, metadata_only=metadata_only, explain=explain, verbose=verbose)
+            return {**payload, "stale": stale} if stale else payload
 
         return await self._run(work)
 
@@ -188,6 +196,21 @@ class RagSearchServer:
                 return None
             self.reranker = CrossEncoderReranker(model)
         return self.reranker
+
+    def _freshen(self) -> dict | None:
+        """As search.py does: personal files changed since the index are brought in before answering (a few), else
+        reported as stale. The roots are walked at most once per FRESHNESS_PAUSE."""
+        if self.settings.server is not None or time.monotonic() - self._looked_at < FRESHNESS_PAUSE:
+            return self._stale
+        changes = find_changes(self.settings)
+        self._looked_at = time.monotonic()
+        self._stale = None
+        if changes is None or not changes.count or (changes.small and bring_in(self.settings, changes)):
+            return None
+        log.warning("note: %d personal file(s) changed since the index was built (%s) and are not searched yet "
+                    "(hint: refresh with scripts/index_personal.py)", changes.count, changes.since)
+        self._stale = stale_report(changes)
+        return self._stale
 
     def _searcher(self) -> Searcher:
         if self.searcher is None:
