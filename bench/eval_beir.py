@@ -63,12 +63,13 @@ def read_qrels(path: Path) -> dict[str, dict[str, int]]:
 def build_index(data_dir: Path, corpus_file: Path) -> dict:
     """Index the corpus unless data_dir already holds it (same corpus file size and model fingerprint)."""
     marker = data_dir / "beir-corpus.json"
-    stamp = {"corpus": str(corpus_file), "size": corpus_file.stat().st_size, "fingerprint": fingerprint(find_model())}
+    settings = load_settings(data_dir=str(data_dir))
+    stamp = {"corpus": str(corpus_file), "size": corpus_file.stat().st_size, "fingerprint": fingerprint(find_model(), settings.embedding)}
     if marker.is_file() and json.loads(marker.read_text()).get("stamp") == stamp:
         return json.loads(marker.read_text())["indexing"]
     started = time.monotonic()
     documents = read_jsonl(corpus_file)
-    with index_run(load_settings(data_dir=str(data_dir)), COLLECTION, fresh=True) as run:
+    with index_run(settings, COLLECTION, fresh=True) as run:
         writer = IndexWriter(run.store, run.pipeline)
         for number, doc in enumerate(documents, start=1):
             title, text = doc.get("title", "").strip(), doc.get("text", "").strip()
