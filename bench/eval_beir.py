@@ -140,6 +140,7 @@ def main() -> int:
         embed_ms = []
         vectors = {}
         searcher = Searcher(load_settings(data_dir=str(data_dir)), COLLECTION)
+        stores = searcher.refresh()  # a new Searcher has no store open yet
         embedder = searcher.embedder
         embedder.embed(["warm up"])
         for query_id, text in queries:
@@ -151,16 +152,16 @@ def main() -> int:
         results = {}
         for mode in args.modes:
             options = SearchOptions(**{**vars(defaults), "mode": mode})
-            evaluate(searcher.stores, queries[:20], vectors, qrels, options)  # warm caches
-            results[mode] = evaluate(searcher.stores, queries, vectors, qrels, options)
+            evaluate(stores, queries[:20], vectors, qrels, options)  # warm caches
+            results[mode] = evaluate(stores, queries, vectors, qrels, options)
         for name, options in (parse_variant(text, defaults) for text in args.variant):
-            results[name] = evaluate(searcher.stores, queries, vectors, qrels, options)
+            results[name] = evaluate(stores, queries, vectors, qrels, options)
         grid = []
         if args.grid:
             for depth, rrf_k, lexical_weight in itertools.product((30, 50, 100), (10, 30, 60, 100), (0.5, 0.75, 1.0, 1.5, 2.0)):
                 options = SearchOptions(**{**vars(defaults), "depth": depth, "rrf_k": rrf_k, "lexical_weight": lexical_weight})
                 grid.append({"depth": depth, "rrf_k": rrf_k, "lexical_weight": lexical_weight,
-                             **evaluate(searcher.stores, queries, vectors, qrels, options)})
+                             **evaluate(stores, queries, vectors, qrels, options)})
             grid.sort(key=lambda row: row["ndcg@10"], reverse=True)
         searcher.close()
 
