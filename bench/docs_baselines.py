@@ -110,13 +110,13 @@ def naive_chroma(corpus_dir: Path, questions: list[dict], embed: Embed, top_k: i
 
 
 def onnx_embed() -> Embed:
-    """The product's embedder for all-MiniLM-L6-v2: the install's ONNX export when present, else sentence-transformers."""
+    """The float all-MiniLM-L6-v2 (the naive design's model): the install's ONNX export when present, else sentence-transformers."""
     scripts = Path(__file__).resolve().parents[1] / "scripts"
     if str(scripts) not in sys.path:
         sys.path.insert(0, str(scripts))
-    from rag_search.embedding import EXPORT_CACHE, OnnxEmbedder, SentenceTransformerEmbedder, find_model
+    from rag_search.embedding import EXPORT_CACHE, GRAPHS, OnnxEmbedder, SentenceTransformerEmbedder, find_model
 
     model = find_model()
     folder = EXPORT_CACHE / model.model_id
-    embedder = OnnxEmbedder(folder) if (folder / "model.onnx").is_file() else SentenceTransformerEmbedder(model)
+    embedder = OnnxEmbedder(folder, "float") if (folder / GRAPHS["float"]).is_file() else SentenceTransformerEmbedder(model)
     return embedder.embed

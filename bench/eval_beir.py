@@ -63,12 +63,13 @@ def read_qrels(path: Path) -> dict[str, dict[str, int]]:
 def build_index(data_dir: Path, corpus_file: Path) -> dict:
     """Index the corpus unless data_dir already holds it (same corpus file size and model fingerprint)."""
     marker = data_dir / "beir-corpus.json"
-    stamp = {"corpus": str(corpus_file), "size": corpus_file.stat().st_size, "fingerprint": fingerprint(find_model())}
+    settings = load_settings(data_dir=str(data_dir))
+    stamp = {"corpus": str(corpus_file), "size": corpus_file.stat().st_size, "fingerprint": fingerprint(find_model(), settings.embedding)}
     if marker.is_file() and json.loads(marker.read_text()).get("stamp") == stamp:
         return json.loads(marker.read_text())["indexing"]
     started = time.monotonic()
     documents = read_jsonl(corpus_file)
-    with index_run(load_settings(data_dir=str(data_dir)), COLLECTION, fresh=True) as run:
+    with index_run(settings, COLLECTION, fresh=True) as run:
         writer = IndexWriter(run.store, run.pipeline)
         for number, doc in enumerate(documents, start=1):
             title, text = doc.get("title", "").strip(), doc.get("text", "").strip()
@@ -139,6 +140,7 @@ def main() -> int:
         embed_ms = []
         vectors = {}
         searcher = Searcher(load_settings(data_dir=str(data_dir)), COLLECTION)
+        stores = searcher.refresh()  # a new Searcher has no store open yet
         embedder = searcher.embedder
         embedder.embed(["warm up"])
         for query_id, text in queries:
@@ -150,16 +152,16 @@ def main() -> int:
         results = {}
         for mode in args.modes:
             options = SearchOptions(**{**vars(defaults), "mode": mode})
-            evaluate(searcher.stores, queries[:20], vectors, qrels, options)  # warm caches
-            results[mode] = evaluate(searcher.stores, queries, vectors, qrels, options)
+            evaluate(stores, queries[:20], vectors, qrels, options)  # warm caches
+            results[mode] = evaluate(stores, queries, vectors, qrels, options)
         for name, options in (parse_variant(text, defaults) for text in args.variant):
-            results[name] = evaluate(searcher.stores, queries, vectors, qrels, options)
+            results[name] = evaluate(stores, queries, vectors, qrels, options)
         grid = []
         if args.grid:
             for depth, rrf_k, lexical_weight in itertools.product((30, 50, 100), (10, 30, 60, 100), (0.5, 0.75, 1.0, 1.5, 2.0)):
                 options = SearchOptions(**{**vars(defaults), "depth": depth, "rrf_k": rrf_k, "lexical_weight": lexical_weight})
                 grid.append({"depth": depth, "rrf_k": rrf_k, "lexical_weight": lexical_weight,
-                             **evaluate(searcher.stores, queries, vectors, qrels, options)})
+                             **evaluate(stores, queries, vectors, qrels, options)})
             grid.sort(key=lambda row: row["ndcg@10"], reverse=True)
         searcher.close()
 

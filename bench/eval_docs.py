@@ -87,13 +87,14 @@ def product_rankings(corpus: str, work: Path, questions: list[dict], systems: di
     """{system: {question id: ranked files}} and retrieval latencies (ms), with each query embedded once."""
     searcher = Searcher(load_settings(data_dir=str(work / corpus / "data")), "docs")
     try:
+        stores = searcher.refresh()  # a new Searcher has no store open yet
         vectors = {q["id"]: searcher.embedder.embed([q["question"]])[0] for q in questions}
         ranked: dict = {name: {} for name in systems}
         latencies: list[float] = []
         for name, options in systems.items():
             for q in questions:
                 started = time.perf_counter()
-                result = search(searcher.stores, q["question"], vectors[q["id"]], dataclasses.replace(options, sources=[corpus]))
+                result = search(stores, q["question"], vectors[q["id"]], dataclasses.replace(options, sources=[corpus]))
                 latencies.append((time.perf_counter() - started) * 1000)
                 ranked[name][q["id"]] = [hit.metadata["file"].removeprefix(f"{corpus}/") for hit in result.hits]
         return ranked, latencies

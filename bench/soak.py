@@ -79,9 +79,9 @@ def searcher(data: Path, stop: Path, mode: str, seed: int) -> int:
                 if not warm.search(query, SearchOptions()).hits:
                     raise RuntimeError("no results")
             else:  # the index is opened afresh for every search, to follow the runs; the model stays loaded
-                stores, _ = open_stores(settings, "personal", fingerprint(model))
+                stores, _ = open_stores(settings, "personal", fingerprint(model, settings.embedding))
                 try:
-                    embedder = embedder or query_embedder(data, model)
+                    embedder = embedder or query_embedder(data, model, settings.embedding)
                     if not search(stores, query, embedder.embed([query])[0], SearchOptions()).hits:
                         raise RuntimeError("no results")
                 finally:

@@ -44,8 +44,8 @@ SHIPPED_PREFIX = "%h/.claude/skills/rag-search"
 PREFIX_TOKEN = re.compile(re.escape(SHIPPED_PREFIX) + r'(?P<rest>/[^\s"]*)?')
 # Settings the scripts read from the environment; a timer run starts without your shell's.
 PATH_VARIABLES = ("RAG_SEARCH_HOME", "RAG_SEARCH_CONFIG", "RAG_SEARCH_SOURCES", "RAG_SEARCH_MODEL")
-# Passed through as they are: the timer must talk to the same server.
-PLAIN_VARIABLES = ("RAG_SEARCH_CHROMA_URL",)
+# Passed through as they are: the timer must talk to the same server, and embed with the graph searches use.
+PLAIN_VARIABLES = ("RAG_SEARCH_CHROMA_URL", "RAG_SEARCH_EMBEDDING")
 PATH_LIST_VARIABLES = ("RAG_SEARCH_PERSONAL_DIRS",)
 SYSTEMCTL_TIMEOUT = 60
 INSTALL_STEPS = [["daemon-reload"], ["enable", "--now", TIMER]]

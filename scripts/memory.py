@@ -89,14 +89,14 @@ def do_query(args, settings) -> int:
     model = find_model(settings.model_dir)
 
     def read_index(receive_vector):
-        stores, _ = open_stores(settings, "personal", fingerprint(model))
+        stores, _ = open_stores(settings, "personal", fingerprint(model, settings.embedding))
         try:
             return search(stores, args.text, receive_vector(), options).hits
         finally:
             for store in stores.values():
                 store.close()
 
-    hits = run_isolated(read_index, lambda: query_embedder(settings.data_dir, model).embed([args.text])[0])
+    hits = run_isolated(read_index, lambda: query_embedder(settings.data_dir, model, settings.embedding).embed([args.text])[0])
     _emit(args, {"query": args.text, "memory_file": str(settings.memory_file),
                  "entries": memory.query_entries(hits, args.top_k, args.loop_id)})
     return 0

@@ -103,7 +103,7 @@ def search(args: argparse.Namespace) -> int:
 
     settings = cli.settings(args, recency_half_life=args.recency_half_life)
     model = find_model(settings.model_dir)
-    expected = fingerprint(model)
+    expected = fingerprint(model, settings.embedding)
     options = SearchOptions(
         top_k=args.top_k,
         mode=args.mode,
@@ -137,7 +137,7 @@ def search(args: argparse.Namespace) -> int:
 
     stale = freshen(settings) if args.index != "docs" and settings.server is None and not args.no_refresh else None
     # The parent embeds the query while the child opens ChromaDB (half a second of imports).
-    result = run_isolated(read_index, lambda: query_embedder(settings.data_dir, model).embed([args.query])[0])
+    result = run_isolated(read_index, lambda: query_embedder(settings.data_dir, model, settings.embedding).embed([args.query])[0])
     payload = output.result_payload(result, metadata_only=args.metadata_only, explain=args.explain, verbose=args.verbose)
     if stale:
         payload["stale"] = stale

