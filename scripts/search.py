@@ -148,7 +148,7 @@ def search(args: argparse.Namespace) -> int:
 def freshen(settings) -> dict | None:
     """Bring personal files changed since the index in before searching (a few, if the index is free this instant);
     otherwise the staleness to report. The index is written in a child process, like it is read."""
-    from rag_search.freshness import bring_in, find_changes, stale_report
+    from rag_search.freshness import bring_in, find_changes, stale_note, stale_report
     from rag_search.isolation import run_isolated
 
     changes = find_changes(settings)
@@ -156,8 +156,7 @@ def freshen(settings) -> dict | None:
         return None
     if changes.small and run_isolated(lambda _: bring_in(settings, changes), lambda: None):
         return None
-    print(f"note: {changes.count} personal file(s) changed since the index was built ({changes.since}) and are not "
-          "searched yet (hint: refresh with scripts/index_personal.py)", file=sys.stderr)
+    print(stale_note(changes), file=sys.stderr)
     return stale_report(changes)
 
 

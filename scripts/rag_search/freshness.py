@@ -85,3 +85,9 @@ def bring_in(settings: Settings, changes: Changes) -> bool:
 
 def stale_report(changes: Changes) -> dict:
     return {"files": changes.count, "since": changes.since}
+
+
+def stale_note(changes: Changes) -> str:
+    """The line on stderr (or in the server's log) when changes were not brought in."""
+    return (f"note: {changes.count} personal file(s) changed since the index was built ({changes.since}) and are not "
+            "searched yet (hint: refresh with scripts/index_personal.py)")

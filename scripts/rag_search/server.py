@@ -26,7 +26,7 @@ from . import __version__, dates, documents, memory, output, status
 from .cli import error_payload
 from .config import Settings
 from .errors import EXIT_FAILURE, RagSearchError, UsageError
-from .freshness import bring_in, find_changes, stale_report
+from .freshness import bring_in, find_changes, stale_note, stale_report
 from .rerank import CrossEncoderReranker, find_rerank_model
 from .retrieval import Searcher, SearchOptions
 
@@ -207,8 +207,7 @@ class RagSearchServer:
         self._stale = None
         if changes is None or not changes.count or (changes.small and bring_in(self.settings, changes)):
             return None
-        log.warning("note: %d personal file(s) changed since the index was built (%s) and are not searched yet "
-                    "(hint: refresh with scripts/index_personal.py)", changes.count, changes.since)
+        log.warning("%s", stale_note(changes))
         self._stale = stale_report(changes)
         return self._stale
 
