@@ -170,10 +170,7 @@ class Store:
         except RagSearchError:
             raise
         except OSError as exc:
-            if is_disk_full(exc):
-                raise disk_full(root, generations.complete_generations(root)) from None
-            raise StoreError(f"cannot prepare the next {name} index in {root}: {exc.strerror or one_line(exc)}",
-                             hint=rebuild_hint(name)) from None
+            raise cannot_prepare(root, exc) from None
         store = cls(name, session.base or root, settings)
         store._session = session
 
@@ -219,24 +216,25 @@ class Store:
         if self._session.folder is not None:
             return
         root = self._session.root
-        if self._catalog is not None:
-            self._catalog.close()
-        if self.settings.server is None and self._vector_index is not None:
-            self._vector_index.close()
-            self._vector_index = None
+        self._close_local()
         try:
             self.folder = self._session.start()
         except OSError as exc:
-            if is_disk_full(exc):
-                raise disk_full(root, generations.complete_generations(root)) from None
-            raise StoreError(f"cannot prepare the next {self.name} index in {root}: {exc.strerror or one_line(exc)}",
-                             hint=rebuild_hint(self.name)) from None
+            raise cannot_prepare(root, exc) from None
         except Exception as exc:  # sqlite3 errors while copying a damaged generation
             raise StoreError(f"the {self.name} index in {root} cannot be copied: {one_line(exc)}",
                              hint=rebuild_hint(self.name)) from None
         self._attach(lambda: self._open_local(writable=True))
         if self._fingerprint is not None:  # kept in the catalog too, so a run that changes nothing needs no vectors
             self._catalog.set_source_state(FINGERPRINT_STATE, self._fingerprint)
+
+    def _close_local(self) -> None:
+        """Close the catalog, and the vectors unless they live on a server (those stay open across a run)."""
+        if self._catalog is not None:
+            self._catalog.close()
+        if self.settings.server is None and self._vector_index is not None:
+            self._vector_index.close()
+            self._vector_index = None
 
     def _attach(self, open_parts) -> "Store":
         """Run `open_parts`; if it fails, release what was opened and say which index cannot be opened and how to rebuild it."""
@@ -541,10 +539,7 @@ class Store:
             raise RuntimeError("commit() needs a store opened for writing")
         if not self._catalog.changed:
             return False
-        self._catalog.close()
-        if self.settings.server is None and self._vector_index is not None:
-            self._vector_index.close()
-            self._vector_index = None
+        self._close_local()
         try:
             self.verify()
         except RagSearchError:
@@ -703,6 +698,14 @@ def owner_id(data_dir: Path) -> str:
     except FileNotFoundError:
         write_atomically(path, uuid.uuid4().hex + "\n", mode=0o600)
         return path.read_text().strip()
+
+
+def cannot_prepare(root: Path, exc: OSError) -> RagSearchError:
+    """The error for a next generation that cannot be set up in `root`: a full disk says how much to free."""
+    if is_disk_full(exc):
+        return disk_full(root, generations.complete_generations(root))
+    return StoreError(f"cannot prepare the next {root.name} index in {root}: {exc.strerror or one_line(exc)}",
+                      hint=rebuild_hint(root.name))
 
 
 def disk_full(root: Path, generation_names: list[str]) -> DiskFull:
