@@ -276,3 +276,24 @@ def test_a_sqlite_file_copied_while_another_process_writes_it_is_a_committed_sta
     finally:
         writer.kill()
         writer.wait()
+
+
+def test_chromadb_holds_vectors_and_filter_fields_while_text_and_metadata_live_in_the_catalog(example_data):
+    """ChromaDB given the text and metadata stored each chunk three times over (with its own full-text index): half of
+    an index's size, copied by every run that writes. Now it keeps ids, vectors and what filters need; results still
+    carry the text and metadata, read from the catalog."""
+    import chromadb
+    from chromadb.config import Settings
+
+    folder = personal(example_data) / "generations" / current(example_data) / "chroma"
+    client = chromadb.PersistentClient(path=str(folder), settings=Settings(anonymized_telemetry=False))
+    stored = client.get_collection("personal").get(include=["documents", "metadatas"])
+    assert stored["ids"] and stored["documents"] == [None] * len(stored["ids"])
+    assert set().union(*(metadata.keys() for metadata in stored["metadatas"])) <= {"source_id", "date_ts", "type", "tags"}
+    assert any("source_id" in metadata for metadata in stored["metadatas"])
+
+    result = run_script("search.py", "--data-dir", example_data, "--index", "personal", "--mode", "dense", "--top-k", "3",
+                        "--since", "2000-01-01", "MinIO bucket policy")
+    assert result.code == 0, result
+    hits = result.json["results"]
+    assert hits and all(hit["chunk"].strip() and hit["file"] and hit["metadata"]["date"] for hit in hits)

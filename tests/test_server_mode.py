@@ -101,7 +101,7 @@ def test_the_keyword_copy_keeps_a_file_whose_chunks_span_two_pages():
     from rag_search.store import keyword_documents
 
     def chunk(chunk_id, text, file, ord_):
-        return (chunk_id, text, {"source_id": "personal", "file": file, "chunk_index": ord_, "heading": "Notes"}, None)
+        return (chunk_id, text, {"source_id": "personal", "file": file, "chunk_index": ord_, "heading": "Notes"})
 
     documents = keyword_documents([chunk("a:0", "first part", "a.md", 0), chunk("a:1", "second part", "a.md", 1),
                                    chunk("a:2", "third part", "a.md", 2), chunk("b:0", "other file", "b.md", 0)])

@@ -1,10 +1,16 @@
-"""The catalog: which documents are indexed, from what content, as which chunks; the keyword index.
+"""The catalog: which documents are indexed, from what content, as which chunks; their text; the keyword index.
 
-A small SQLite file beside the ChromaDB store in each generation, private to
+A SQLite file beside the ChromaDB store in each generation, private to
 store.py. It makes refreshes incremental (a document whose identity or content
 hash is unchanged is not re-embedded), lets a new chunk reuse the vector of an
-identical old one, keeps each source's state, and holds the keyword index (FTS5,
-BM25) over the same chunks, written in the same transactions.
+identical old one, keeps each source's state, holds each chunk's text and
+metadata, and the keyword index (FTS5, BM25) over the same chunks, written in
+the same transactions.
+
+ChromaDB keeps only ids, vectors and the fields filters need. Given the text
+and metadata too, it stored each chunk about three times over (its own trigram
+full-text index and a row per metadata field): half of an index's size, copied
+by every run that writes, and read back by every search.
 """
 
 import json
@@ -13,10 +19,10 @@ from pathlib import Path
 
 from . import lexical
 from .errors import FingerprintMismatch
-from .records import ChunkRecord, DocumentRecord, Filters
+from .records import ChunkRecord, DocumentRecord, Filters, StoredChunk
 
 # Part of the index fingerprint: a store with another schema is rebuilt, not migrated.
-SCHEMA_VERSION = 5  # 5: record type and tags on chunks, for filters
+SCHEMA_VERSION = 6  # 6: chunk text and metadata in the catalog, not in ChromaDB
 TABLES = ("documents", "chunks", "sources", "chunk_terms")
 _BATCH = 500  # SQLite's host parameters per statement stay well under its limit
 
@@ -41,7 +47,9 @@ CREATE TABLE IF NOT EXISTS chunks (
     source_id   TEXT NOT NULL,       -- for filters
     date_ts     REAL,                -- for filters and recency
     type        TEXT,                -- a record's type, for filters
-    tags        TEXT                 -- a record's or page's tags as ",a,b,", so a filter matches whole tags
+    tags        TEXT,                -- a record's or page's tags as ",a,b,", so a filter matches whole tags
+    text        TEXT NOT NULL,       -- the passage shown to readers
+    metadata    TEXT NOT NULL        -- JSON: what a result shows (file, heading, url, date…)
 );
 CREATE INDEX IF NOT EXISTS chunks_by_doc ON chunks (doc_key);
 CREATE INDEX IF NOT EXISTS chunks_by_text ON chunks (text_hash);
@@ -109,9 +117,27 @@ class Catalog:
             "WHERE file = ? OR key = ? OR substr(key, instr(key, ':') + 1) = ? ORDER BY key", (reference, reference, reference))
         return [DocumentRecord(*row[:7], json.loads(row[7]) if row[7] else None) for row in rows]
 
-    def ordered_chunk_ids(self, key: str) -> list[str]:
-        """Ids of one document's chunks, in the document's order."""
-        return [row[0] for row in self._db.execute("SELECT id FROM chunks WHERE doc_key = ? ORDER BY ord", (key,))]
+    def stored_chunks(self, ids: list[str]) -> dict[str, StoredChunk]:
+        """The chunks with these ids (those the catalog has), by id."""
+        found: dict[str, StoredChunk] = {}
+        for start in range(0, len(ids), _BATCH):
+            batch = ids[start : start + _BATCH]
+            rows = self._db.execute(f"SELECT id, text, metadata FROM chunks WHERE id IN ({','.join('?' * len(batch))})", batch)
+            found.update((row[0], _stored(row)) for row in rows)
+        return found
+
+    def document_chunks(self, key: str) -> list[StoredChunk]:
+        """One document's chunks, in the document's order."""
+        return [_stored(row) for row in self._db.execute("SELECT id, text, metadata FROM chunks WHERE doc_key = ? ORDER BY ord", (key,))]
+
+    def all_chunks(self) -> list[StoredChunk]:
+        return [_stored(row) for row in self._db.execute("SELECT id, text, metadata FROM chunks ORDER BY num")]
+
+    def matching(self, filters: Filters, limit: int) -> list[StoredChunk]:
+        """Up to `limit` chunks that pass `filters`, in the order they were written."""
+        where, params = _filter_sql(filters)
+        rows = self._db.execute(f"SELECT c.id, c.text, c.metadata FROM chunks c WHERE 1{where} ORDER BY c.num LIMIT ?", [*params, limit])
+        return [_stored(row) for row in rows]
 
     def document_of_chunk(self, chunk_id: str) -> str | None:
         row = self._db.execute("SELECT doc_key FROM chunks WHERE id = ?", (chunk_id,)).fetchone()
@@ -163,9 +189,10 @@ class Catalog:
                 )
                 for chunk in chunks:
                     num = self._db.execute(
-                        "INSERT INTO chunks (id, doc_key, ord, text_hash, source_id, date_ts, type, tags) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                        "INSERT INTO chunks (id, doc_key, ord, text_hash, source_id, date_ts, type, tags, text, metadata) "
+                        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                         (chunk.id, record.key, chunk.ord, chunk.text_hash, chunk.source_id, chunk.date_ts,
-                         *_filter_columns(chunk.metadata)),
+                         *_filter_columns(chunk.metadata), chunk.text, json.dumps(chunk.metadata, ensure_ascii=False)),
                     ).lastrowid
                     terms = " ".join(lexical.terms(chunk.embed_text))
                     self._db.execute("INSERT INTO chunk_terms (rowid, terms) VALUES (?, ?)", (num, terms))
@@ -217,26 +244,10 @@ class Catalog:
 
     def keyword_search(self, match: str, limit: int, filters: Filters) -> list[tuple[str, float]]:
         """(chunk id, BM25 score, higher is better), best first, for an FTS5 `match` expression."""
-        sql = "SELECT c.id, -bm25(chunk_terms) FROM chunk_terms JOIN chunks c ON c.num = chunk_terms.rowid WHERE chunk_terms MATCH ?"
-        params: list = [match]
-        if filters.sources:
-            sql += f" AND c.source_id IN ({','.join('?' * len(filters.sources))})"
-            params += filters.sources
-        if filters.since is not None:
-            sql += " AND c.date_ts >= ?"
-            params.append(filters.since)
-        if filters.until is not None:
-            sql += " AND c.date_ts <= ?"
-            params.append(filters.until)
-        if filters.types:
-            sql += f" AND c.type IN ({','.join('?' * len(filters.types))})"
-            params += filters.types
-        for tag in filters.tags:
-            sql += " AND instr(c.tags, ?) > 0"
-            params.append(f",{tag},")
-        sql += " ORDER BY bm25(chunk_terms) LIMIT ?"
-        params.append(limit)
-        return [(row[0], float(row[1])) for row in self._db.execute(sql, params)]
+        where, params = _filter_sql(filters)
+        sql = ("SELECT c.id, -bm25(chunk_terms) FROM chunk_terms JOIN chunks c ON c.num = chunk_terms.rowid "
+               f"WHERE chunk_terms MATCH ?{where} ORDER BY bm25(chunk_terms) LIMIT ?")
+        return [(row[0], float(row[1])) for row in self._db.execute(sql, [match, *params, limit])]
 
     def keyword_index_ids(self) -> set[str]:
         """Ids of the chunks that are in the keyword index (to check it agrees with the vectors)."""
@@ -246,6 +257,31 @@ class Catalog:
         self._db.execute("DELETE FROM chunk_terms WHERE rowid IN (SELECT num FROM chunks WHERE doc_key = ?)", (key,))
         self._db.execute("DELETE FROM chunks WHERE doc_key = ?", (key,))
         self._db.execute("DELETE FROM documents WHERE key = ?", (key,))
+
+
+def _filter_sql(filters: Filters) -> tuple[str, list]:
+    """SQL conditions on the chunks table `c` (each starting with AND) for sources, dates, record types and tags."""
+    sql, params = "", []
+    if filters.sources:
+        sql += f" AND c.source_id IN ({','.join('?' * len(filters.sources))})"
+        params += filters.sources
+    if filters.since is not None:
+        sql += " AND c.date_ts >= ?"
+        params.append(filters.since)
+    if filters.until is not None:
+        sql += " AND c.date_ts <= ?"
+        params.append(filters.until)
+    if filters.types:
+        sql += f" AND c.type IN ({','.join('?' * len(filters.types))})"
+        params += filters.types
+    for tag in filters.tags:
+        sql += " AND instr(c.tags, ?) > 0"
+        params.append(f",{tag},")
+    return sql, params
+
+
+def _stored(row: tuple) -> StoredChunk:
+    return StoredChunk(row[0], row[1], json.loads(row[2]))
 
 
 def _filter_columns(metadata: dict) -> tuple[str | None, str | None]:

@@ -1,4 +1,5 @@
-"""The index of one collection: vectors (ChromaDB), catalog, keyword index and source state, as one thing.
+"""The index of one collection: vectors (ChromaDB), catalog (chunk text and metadata), keyword index and source state,
+as one thing.
 
 The store is the only door to the index: sources, the indexer, retrieval and
 the scripts call its methods with our own types (records.py) and never see a
@@ -57,6 +58,7 @@ OWNER_FILE = "owner"
 JOURNAL_FILE = "server-journal.jsonl"
 MIRROR_STATE = "server-keyword-copy"  # the keyword copy's record of the server version it holds
 FINGERPRINT_STATE = "@fingerprint"  # the vectors' fingerprint, in the catalog ("@" is never in a source id)
+FILTER_FIELDS = ("source_id", "date_ts", "type", "tags")  # what _where() filters on, kept beside each vector
 MB = 1024 * 1024
 
 
@@ -358,9 +360,7 @@ class Store:
     def document_chunks(self, key: str) -> list[StoredChunk]:
         """One document's chunks, in the document's order."""
         with self._reading():
-            ids = self._catalog.ordered_chunk_ids(key)
-            found = {chunk_id: StoredChunk(chunk_id, text, metadata) for chunk_id, text, metadata, _ in self._vectors.chunks(ids)}
-        return [found[chunk_id] for chunk_id in ids if chunk_id in found]
+            return self._catalog.document_chunks(key)
 
     def is_stale(self) -> bool:
         """Whether an index run has published since this store was opened for reading (it then reads an old generation)."""
@@ -381,7 +381,8 @@ class Store:
         return self._catalog.keyword_index_ids()
 
     def all_chunks(self) -> list[StoredChunk]:
-        return [StoredChunk(chunk_id, text, metadata) for chunk_id, text, metadata, _ in self._vectors.chunks()]
+        with self._reading():
+            return self._catalog.all_chunks()
 
     # --- searching ----------------------------------------------------------
 
@@ -389,12 +390,14 @@ class Store:
         """The `depth` nearest chunks by cosine similarity, nearest first."""
         with self._reading():
             found = self._vectors.query(vector, depth, _where(filters))
-        return [Hit(chunk_id, self.name, _clip(cosine), text, metadata) for chunk_id, text, metadata, cosine in found]
+            stored = self._catalog.stored_chunks([chunk_id for chunk_id, _ in found])
+        return [Hit(chunk_id, self.name, _clip(cosine), stored[chunk_id].text, stored[chunk_id].metadata)
+                for chunk_id, cosine in found if chunk_id in stored]
 
     def matching(self, filters: Filters, limit: int = 10_000) -> list[StoredChunk]:
         """Up to `limit` chunks that pass `filters`, in no order: records listed by their fields, without a query."""
         with self._reading():
-            return [StoredChunk(chunk_id, text, metadata) for chunk_id, text, metadata in self._vectors.where(_where(filters), limit)]
+            return self._catalog.matching(filters, limit)
 
     def keyword(self, match: str, depth: int, filters: Filters) -> list[tuple[str, float]]:
         """(chunk id, BM25 score) of the best keyword matches, best first."""
@@ -404,13 +407,14 @@ class Store:
     def fill(self, hits: list[Hit], vector: np.ndarray) -> list[Hit]:
         """Text, metadata and cosine score for hits found by keyword only; hits without a vector are dropped."""
         with self._reading():
-            found = {chunk_id: (text, metadata, stored) for chunk_id, text, metadata, stored in
-                     self._vectors.chunks([hit.id for hit in hits], with_vectors=True)}
+            ids = [hit.id for hit in hits]
+            vectors = self._vectors.vectors(ids)
+            stored = self._catalog.stored_chunks(ids)
         filled = []
         for hit in hits:
-            if hit.id in found:
-                text, metadata, stored = found[hit.id]
-                hit.text, hit.metadata, hit.score = text, metadata, _clip(float(np.dot(stored, vector)))
+            if hit.id in vectors and hit.id in stored:
+                hit.text, hit.metadata = stored[hit.id].text, stored[hit.id].metadata
+                hit.score = _clip(float(np.dot(vectors[hit.id], vector)))
                 filled.append(hit)
         return filled
 
@@ -452,7 +456,7 @@ class Store:
         if self._journal is not None:
             self._journal.record([chunk.id for chunk in fresh] + stale)
         try:
-            self._vectors.add([c.id for c in fresh], vectors, [c.text for c in fresh], [self._stored_metadata(c) for c in fresh])
+            self._add_vectors(fresh, vectors)
         except Exception as exc:
             self._vector_store_failed(exc)
         try:
@@ -493,8 +497,15 @@ class Store:
         self.set_source_state(source_id, None)
         return removed
 
-    def _stored_metadata(self, chunk: ChunkRecord) -> dict:
-        return chunk.metadata if self._owner is None else {**chunk.metadata, "owner": self._owner}
+    def _add_vectors(self, chunks: list[ChunkRecord], vectors: np.ndarray) -> None:
+        """Locally, ChromaDB gets ids, vectors and the fields filters need (the catalog has the rest); a server gets the
+        text and metadata too, marked as this machine's, since other machines search it."""
+        ids = [chunk.id for chunk in chunks]
+        if self.settings.server is None:
+            self._vectors.add(ids, vectors, [{k: v for k, v in chunk.metadata.items() if k in FILTER_FIELDS} for chunk in chunks])
+        else:
+            metadatas = [{**chunk.metadata, "owner": self._owner} for chunk in chunks]
+            self._vectors.add(ids, vectors, metadatas, [chunk.text for chunk in chunks])
 
     def _vector_store_failed(self, exc: Exception):
         """Writing vectors failed. Locally the store's state is then unknown (ChromaDB can hang if used again after a
@@ -612,6 +623,7 @@ class Store:
         if keep is None:
             return  # the published catalog cannot be read: the rebuild's verify removes what is left over
         self._vectors.delete(sorted(pending - keep))
+        self._vectors.stamp(str(time.time_ns()))  # the unfinished run may have published without telling the readers
         log.warning("resolved a %s index run that did not finish: %d chunks removed from the Chroma server",
                     self.name, len(pending - keep))
         self._journal.clear()
@@ -675,10 +687,10 @@ def open_published(settings: Settings) -> dict[str, Store]:
     return stores
 
 
-def keyword_documents(chunks: list[tuple[str, str, dict, object]]) -> list[tuple[DocumentRecord, list[ChunkRecord]]]:
-    """Catalog rows for a server collection: its chunks grouped by file, with their keyword text."""
+def keyword_documents(chunks: list[tuple[str, str, dict]]) -> list[tuple[DocumentRecord, list[ChunkRecord]]]:
+    """Catalog rows for a server collection: its chunks grouped by file, with their text and keyword terms."""
     documents: dict[str, tuple[DocumentRecord, list[ChunkRecord]]] = {}
-    for chunk_id, text, metadata, _ in chunks:
+    for chunk_id, text, metadata in chunks:
         key = f"{metadata.get('source_id', '')}:{metadata.get('file', '')}"
         if key not in documents:
             documents[key] = (DocumentRecord(key, metadata.get("source_id", ""), metadata.get("file", ""), None, "", 0,

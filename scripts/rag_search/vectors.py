@@ -3,6 +3,9 @@
 Collections are created with `embedding_function=None` and cosine space, and
 vectors are always passed in: given text alone, chromadb would download an
 ONNX model of its own. Telemetry is off. The store (store.py) is the only user.
+Locally a collection holds ids, vectors and the fields filters need; the text
+lives in the catalog. On a server it holds the text and metadata too, because
+other machines search it.
 
 ChromaDB writes a row into its SQLite file every time a client opens a folder,
 so on a full disk even a search could not open the index. A reader that meets
@@ -149,11 +152,11 @@ class VectorIndex:
         collection = self.collection
         return collection.count() if collection is not None else 0
 
-    def add(self, ids: list[str], vectors: np.ndarray, texts: list[str], metadatas: list[dict]) -> None:
+    def add(self, ids: list[str], vectors: np.ndarray, metadatas: list[dict], texts: list[str] | None = None) -> None:
         for start in range(0, len(ids), BATCH):
             end = start + BATCH
-            self.collection.upsert(ids=ids[start:end], embeddings=vectors[start:end], documents=texts[start:end],
-                                   metadatas=metadatas[start:end])
+            self.collection.upsert(ids=ids[start:end], embeddings=vectors[start:end], metadatas=metadatas[start:end],
+                                   documents=None if texts is None else texts[start:end])
 
     def delete(self, ids: list[str]) -> None:
         collection = self.collection
@@ -180,14 +183,6 @@ class VectorIndex:
                 return found
             offset += BATCH
 
-    def where(self, where: dict | None, limit: int) -> list[tuple[str, str, dict]]:
-        """(id, text, metadata) of up to `limit` chunks whose metadata passes `where`."""
-        if self.collection is None:
-            return []
-        page = self.collection.get(where=where, include=["documents", "metadatas"], limit=limit)
-        return [(chunk_id, text or "", dict(metadata or {})) for chunk_id, text, metadata in
-                zip(page["ids"], page["documents"], page["metadatas"], strict=True)]
-
     def vectors(self, ids: list[str]) -> dict[str, np.ndarray]:
         out: dict[str, np.ndarray] = {}
         for start in range(0, len(ids), BATCH):
@@ -195,31 +190,23 @@ class VectorIndex:
             out.update(zip(page["ids"], (np.asarray(vector, dtype=np.float32) for vector in page["embeddings"]), strict=True))
         return out
 
-    def chunks(self, ids: list[str] | None = None, with_vectors: bool = False) -> list[tuple[str, str, dict, np.ndarray | None]]:
-        """(id, text, metadata, vector or None) of `ids`, or of every chunk."""
-        include = ["documents", "metadatas", *(["embeddings"] if with_vectors else [])]
-        pages = []
-        if ids is None:
-            pages = [self.collection.get(include=include, limit=BATCH, offset=offset) for offset in range(0, self.count(), BATCH)]
-        else:
-            pages = [self.collection.get(ids=ids[start : start + BATCH], include=include) for start in range(0, len(ids), BATCH)]
+    def chunks(self) -> list[tuple[str, str, dict]]:
+        """(id, text, metadata) of every chunk: a server collection's content, for a machine's keyword copy."""
         out = []
-        for page in pages:
-            vectors = page["embeddings"] if with_vectors else [None] * len(page["ids"])
-            for chunk_id, text, metadata, vector in zip(page["ids"], page["documents"], page["metadatas"], vectors, strict=True):
-                out.append((chunk_id, text or "", dict(metadata or {}), None if vector is None else np.asarray(vector, np.float32)))
+        for offset in range(0, self.count(), BATCH):
+            page = self.collection.get(include=["documents", "metadatas"], limit=BATCH, offset=offset)
+            out += [(chunk_id, text or "", dict(metadata or {})) for chunk_id, text, metadata in
+                    zip(page["ids"], page["documents"], page["metadatas"], strict=True)]
         return out
 
-    def query(self, vector: np.ndarray, n: int, where: dict | None) -> list[tuple[str, str, dict, float]]:
-        """The `n` nearest chunks: (id, text, metadata, cosine similarity), nearest first.
+    def query(self, vector: np.ndarray, n: int, where: dict | None) -> list[tuple[str, float]]:
+        """The `n` nearest chunks: (id, cosine similarity), nearest first.
 
         Not bounded by count() first: ChromaDB returns what it has, and counting costs as much as a small query."""
         if self.collection is None:
             return []
-        result = self.collection.query(query_embeddings=[vector.tolist()], n_results=n, where=where,
-                                       include=["documents", "metadatas", "distances"])
-        return [(chunk_id, text or "", dict(metadata or {}), 1.0 - distance) for chunk_id, text, metadata, distance in
-                zip(result["ids"][0], result["documents"][0], result["metadatas"][0], result["distances"][0], strict=True)]
+        result = self.collection.query(query_embeddings=[vector.tolist()], n_results=n, where=where, include=["distances"])
+        return [(chunk_id, 1.0 - distance) for chunk_id, distance in zip(result["ids"][0], result["distances"][0], strict=True)]
 
     def answers_queries(self) -> bool:
         """Whether a stored vector finds itself: the store's graph is readable."""
