@@ -11,6 +11,7 @@ import os
 import random
 import shutil
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
@@ -297,3 +298,20 @@ def test_chromadb_holds_vectors_and_filter_fields_while_text_and_metadata_live_i
     assert result.code == 0, result
     hits = result.json["results"]
     assert hits and all(hit["chunk"].strip() and hit["file"] and hit["metadata"]["date"] for hit in hits)
+
+
+def test_a_reopened_index_replays_few_writes_into_its_vector_graph(tmp_path):
+    """ChromaDB persists its HNSW graph only every `sync_threshold` writes; every process that opens the index replays
+    the writes since into the graph first (by default up to 999: 1-2 s at 100k chunks, paid by each cold search and
+    twice by each index run). A small threshold keeps that replay short."""
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    for number in range(250):
+        (notes / f"note-{number:03}.md").write_text(f"# Note {number}\n\nThe backup of volume {number} runs at night.\n")
+    data = tmp_path / "data"
+    assert index(data, notes).code == 0
+    db = sqlite3.connect(f"file:{personal(data) / 'generations' / current(data) / 'chroma' / 'chroma.sqlite3'}?mode=ro", uri=True)
+    synced = dict(db.execute("SELECT s.scope, m.seq_id FROM segments s JOIN max_seq_id m ON m.segment_id = s.id").fetchall())
+    db.close()
+    assert synced["METADATA"] >= 250, synced  # every write reached the metadata segment
+    assert synced["METADATA"] - synced.get("VECTOR", 0) < 100, synced
