@@ -23,8 +23,9 @@ from .records import ChunkRecord, DocumentRecord, Filters, StoredChunk
 
 # Part of the index fingerprint: a store with another schema is rebuilt, not migrated.
 SCHEMA_VERSION = 6  # 6: chunk text and metadata in the catalog, not in ChromaDB
-TABLES = ("documents", "chunks", "sources", "chunk_terms")
+TABLES = ("documents", "chunks", "chunk_texts", "sources", "chunk_terms")
 _BATCH = 500  # SQLite's host parameters per statement stay well under its limit
+_STORED = "SELECT c.id, t.text, t.metadata FROM chunks c JOIN chunk_texts t ON t.num = c.num"
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS documents (
@@ -47,12 +48,16 @@ CREATE TABLE IF NOT EXISTS chunks (
     source_id   TEXT NOT NULL,       -- for filters
     date_ts     REAL,                -- for filters and recency
     type        TEXT,                -- a record's type, for filters
-    tags        TEXT,                -- a record's or page's tags as ",a,b,", so a filter matches whole tags
-    text        TEXT NOT NULL,       -- the passage shown to readers
-    metadata    TEXT NOT NULL        -- JSON: what a result shows (file, heading, url, date…)
+    tags        TEXT                 -- a record's or page's tags as ",a,b,", so a filter matches whole tags
 );
 CREATE INDEX IF NOT EXISTS chunks_by_doc ON chunks (doc_key);
 CREATE INDEX IF NOT EXISTS chunks_by_text ON chunks (text_hash);
+-- What results show, apart from `chunks`: a keyword search joins thousands of matches to `chunks`, which stays narrow.
+CREATE TABLE IF NOT EXISTS chunk_texts (
+    num         INTEGER PRIMARY KEY, -- chunks.num
+    text        TEXT NOT NULL,       -- the passage shown to readers
+    metadata    TEXT NOT NULL        -- JSON: file, heading, url, date…
+);
 CREATE TABLE IF NOT EXISTS sources (
     source_id   TEXT PRIMARY KEY,
     state       TEXT NOT NULL        -- JSON: what the last complete run indexed (a git commit…)
@@ -122,21 +127,21 @@ class Catalog:
         found: dict[str, StoredChunk] = {}
         for start in range(0, len(ids), _BATCH):
             batch = ids[start : start + _BATCH]
-            rows = self._db.execute(f"SELECT id, text, metadata FROM chunks WHERE id IN ({','.join('?' * len(batch))})", batch)
+            rows = self._db.execute(f"{_STORED} WHERE c.id IN ({','.join('?' * len(batch))})", batch)
             found.update((row[0], _stored(row)) for row in rows)
         return found
 
     def document_chunks(self, key: str) -> list[StoredChunk]:
         """One document's chunks, in the document's order."""
-        return [_stored(row) for row in self._db.execute("SELECT id, text, metadata FROM chunks WHERE doc_key = ? ORDER BY ord", (key,))]
+        return [_stored(row) for row in self._db.execute(f"{_STORED} WHERE c.doc_key = ? ORDER BY c.ord", (key,))]
 
     def all_chunks(self) -> list[StoredChunk]:
-        return [_stored(row) for row in self._db.execute("SELECT id, text, metadata FROM chunks ORDER BY num")]
+        return [_stored(row) for row in self._db.execute(f"{_STORED} ORDER BY c.num")]
 
     def matching(self, filters: Filters, limit: int) -> list[StoredChunk]:
         """Up to `limit` chunks that pass `filters`, in the order they were written."""
         where, params = _filter_sql(filters)
-        rows = self._db.execute(f"SELECT c.id, c.text, c.metadata FROM chunks c WHERE 1{where} ORDER BY c.num LIMIT ?", [*params, limit])
+        rows = self._db.execute(f"{_STORED} WHERE 1{where} ORDER BY c.num LIMIT ?", [*params, limit])
         return [_stored(row) for row in rows]
 
     def document_of_chunk(self, chunk_id: str) -> str | None:
@@ -189,11 +194,12 @@ class Catalog:
                 )
                 for chunk in chunks:
                     num = self._db.execute(
-                        "INSERT INTO chunks (id, doc_key, ord, text_hash, source_id, date_ts, type, tags, text, metadata) "
-                        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                        "INSERT INTO chunks (id, doc_key, ord, text_hash, source_id, date_ts, type, tags) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                         (chunk.id, record.key, chunk.ord, chunk.text_hash, chunk.source_id, chunk.date_ts,
-                         *_filter_columns(chunk.metadata), chunk.text, json.dumps(chunk.metadata, ensure_ascii=False)),
+                         *_filter_columns(chunk.metadata)),
                     ).lastrowid
+                    self._db.execute("INSERT INTO chunk_texts VALUES (?, ?, ?)",
+                                     (num, chunk.text, json.dumps(chunk.metadata, ensure_ascii=False)))
                     terms = " ".join(lexical.terms(chunk.embed_text))
                     self._db.execute("INSERT INTO chunk_terms (rowid, terms) VALUES (?, ?)", (num, terms))
 
@@ -255,6 +261,7 @@ class Catalog:
 
     def _delete(self, key: str) -> None:
         self._db.execute("DELETE FROM chunk_terms WHERE rowid IN (SELECT num FROM chunks WHERE doc_key = ?)", (key,))
+        self._db.execute("DELETE FROM chunk_texts WHERE num IN (SELECT num FROM chunks WHERE doc_key = ?)", (key,))
         self._db.execute("DELETE FROM chunks WHERE doc_key = ?", (key,))
         self._db.execute("DELETE FROM documents WHERE key = ?", (key,))
 
