@@ -395,7 +395,7 @@ class Store:
                 for chunk_id, cosine in found if chunk_id in stored]
 
     def matching(self, filters: Filters, limit: int = 10_000) -> list[StoredChunk]:
-        """Up to `limit` chunks that pass `filters`, in no order: records listed by their fields, without a query."""
+        """Up to `limit` chunks that pass `filters`, oldest written first: records listed by their fields, without a query."""
         with self._reading():
             return self._catalog.matching(filters, limit)
 
