@@ -1,6 +1,7 @@
 """Hybrid search end to end: keywords find identifiers, vectors find paraphrases, hybrid finds both."""
 
 import contextlib
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -84,6 +85,23 @@ def test_explain_shows_each_stage(notes_index):
     assert abs(deploy["explain"]["cosine"] - deploy["score"]) <= 0.0005 + 1e-9, "the same cosine, to 4 and to 3 decimals"
 
 
+def test_a_hit_found_by_keywords_alone_scores_its_cosine_and_min_score_drops_the_weak(notes_index):
+    """Keyword hits are ranked without their vectors, which are read only for the hits shown (or for --min-score)."""
+    def scores(*args):
+        result = run_script("search.py", "--data-dir", notes_index, "--top-k", "6", "--per-file", "0", "--verbose", *args,
+                            "--", "records TLS registry")
+        assert result.code == 0, result
+        return {item["id"]: item["score"] for item in result.json["results"]}
+
+    lexical, dense = scores("--mode", "lexical"), scores("--mode", "dense", "--top-k", "20")
+    assert len(lexical) >= 3 and set(lexical) <= set(dense)
+    assert all(abs(score - dense[chunk_id]) < 1e-3 for chunk_id, score in lexical.items()), "the same cosine either way"
+    floor = sorted(dense.values())[len(dense) // 2] - 0.00005  # scores are shown rounded to 4 places
+    kept = scores("--min-score", str(floor), "--top-k", "20")
+    assert kept and all(score >= floor for score in kept.values())
+    assert {chunk_id for chunk_id, score in scores("--top-k", "20").items() if score >= floor} == set(kept)
+
+
 def test_metadata_only_and_token_budget(notes_index):
     result = run_script("search.py", "--data-dir", notes_index, "--metadata-only", "TLS verification").json
     assert result["results"] and all(item["chunk"] is None and item["metadata"]["heading"] for item in result["results"])
@@ -92,13 +110,20 @@ def test_metadata_only_and_token_budget(notes_index):
     assert sum(len(item["chunk"]) for item in budget["results"]) <= 80 * 4
 
 
-def index_ids(data):
-    """The chunk ids among the vectors (through the store) and in the keyword index (the catalog file itself)."""
-    vectors = set(store_contents(data))
+def index_ids(data, scratch):
+    """The chunk ids among the vectors (ChromaDB itself, opened on a copy: opening writes to it), in the catalog (through
+    the store) and in the keyword index (the catalog file itself)."""
+    import chromadb
+    from chromadb.config import Settings
+
     generation = data / "personal" / "generations" / (data / "personal" / "CURRENT").read_text().strip()
+    copy = scratch / generation.name  # a path of its own: ChromaDB keeps serving what it read from a path it opened
+    shutil.copytree(generation / "chroma", copy)
+    client = chromadb.PersistentClient(path=str(copy), settings=Settings(anonymized_telemetry=False))
+    vectors = set(client.get_collection("personal").get(include=[])["ids"])
     with contextlib.closing(sqlite3.connect(generation / "catalog.sqlite")) as catalog:
         keywords = {row[0] for row in catalog.execute("SELECT c.id FROM chunk_terms JOIN chunks c ON c.num = chunk_terms.rowid")}
-    return {"vectors": sorted(vectors), "keywords": sorted(keywords)}
+    return {"vectors": sorted(vectors), "catalog": sorted(store_contents(data)), "keywords": sorted(keywords)}
 
 
 def test_keyword_and_vector_indexes_agree_after_add_change_and_delete(state_dir, tmp_path):
@@ -106,8 +131,8 @@ def test_keyword_and_vector_indexes_agree_after_add_change_and_delete(state_dir,
 
     def index_and_compare():
         assert run_script("index_personal.py", "--data-dir", data, state_dir).code == 0
-        ids = index_ids(data)
-        assert ids["vectors"] == ids["keywords"] and ids["vectors"]
+        ids = index_ids(data, tmp_path / "vectors")
+        assert ids["vectors"] == ids["catalog"] == ids["keywords"] and ids["vectors"]
         return ids["vectors"]
 
     first = index_and_compare()

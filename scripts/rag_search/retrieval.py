@@ -224,14 +224,14 @@ def search(stores: dict[str, Store], query: str, vector: np.ndarray, options: Se
         dense_order = _dense(stores, vector, options, candidates)
     if options.mode in ("hybrid", "lexical"):
         lexical_order = _lexical(stores, query, options, candidates)
-    _fill_missing(stores, vector, candidates)
+    _fill_text(stores, candidates)
     if options.min_score is not None:
-        candidates = {chunk_id: hit for chunk_id, hit in candidates.items() if hit.score >= options.min_score}
+        candidates = {hit.id: hit for hit in _scored(stores, vector, list(candidates.values())) if hit.score >= options.min_score}
 
     hits = [candidates[chunk_id] for chunk_id in _rank(candidates, dense_order, lexical_order, options)]
     if reranker is not None:
         hits = reranker.rerank(query, hits[: max(options.top_k * 4, 20)])
-    hits = _cap_per_file(hits, options.per_file)[: options.top_k]
+    hits = _first_scored(stores, vector, _cap_per_file(hits, options.per_file), options.top_k)
     hits, truncated = _within_budget(hits, options.max_tokens)
     return SearchResult(query, hits, list(stores), total, options.mode, truncated=truncated)
 
@@ -260,18 +260,36 @@ def _lexical(stores: dict[str, Store], query: str, options: SearchOptions, candi
     return [row[0] for row in rows[: options.depth]]
 
 
-def _fill_missing(stores: dict[str, Store], vector: np.ndarray, candidates: dict) -> None:
-    """Text, metadata and cosine score for chunks only the keyword search found."""
+def _fill_text(stores: dict[str, Store], candidates: dict) -> None:
+    """Text and metadata for chunks only the keyword search found (ranking needs no vectors)."""
     for name, store in stores.items():
         missing = [hit for hit in candidates.values() if hit.collection == name and "dense_rank" not in hit.explain]
-        if not missing:
-            continue
-        kept = {hit.id for hit in store.fill(missing, vector)}
+        kept = {hit.id for hit in store.fill_text(missing)} if missing else set()
         for hit in missing:
-            if hit.id in kept:
-                hit.explain["cosine"] = round(hit.score, 4)
-            else:
-                del candidates[hit.id]  # in the keyword index but not among the vectors: never show it
+            if hit.id not in kept:
+                del candidates[hit.id]
+
+
+def _scored(stores: dict[str, Store], vector: np.ndarray, hits: list[Hit]) -> list[Hit]:
+    """`hits` in order, those found by keyword only given their cosine score; one without a vector is dropped (in the
+    keyword index but not among the vectors: never show it)."""
+    for name, store in stores.items():
+        missing = [hit for hit in hits if hit.collection == name and "cosine" not in hit.explain]
+        for hit in store.fill_scores(missing, vector) if missing else []:
+            hit.explain["cosine"] = round(hit.score, 4)
+    return [hit for hit in hits if "cosine" in hit.explain]
+
+
+def _first_scored(stores: dict[str, Store], vector: np.ndarray, hits: list[Hit], top_k: int) -> list[Hit]:
+    """The first `top_k` of `hits` that have a vector. Only these need a score: reading the vectors of every
+    keyword-only candidate cost each search several milliseconds."""
+    kept: list[Hit] = []
+    start = 0
+    while len(kept) < top_k and start < len(hits):
+        batch = hits[start : start + top_k - len(kept)]
+        start += len(batch)
+        kept += _scored(stores, vector, batch)
+    return kept
 
 
 def _rank(candidates: dict, dense_order: list[str], lexical_order: list[str], options: SearchOptions) -> list[str]:

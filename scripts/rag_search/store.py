@@ -404,19 +404,23 @@ class Store:
         with self._reading():
             return self._catalog.keyword_search(match, depth, filters)
 
-    def fill(self, hits: list[Hit], vector: np.ndarray) -> list[Hit]:
-        """Text, metadata and cosine score for hits found by keyword only; hits without a vector are dropped."""
+    def fill_text(self, hits: list[Hit]) -> list[Hit]:
+        """Text and metadata for hits found by keyword only; hits the catalog lacks are dropped."""
         with self._reading():
-            ids = [hit.id for hit in hits]
-            vectors = self._vectors.vectors(ids)
-            stored = self._catalog.stored_chunks(ids)
-        filled = []
+            stored = self._catalog.stored_chunks([hit.id for hit in hits])
         for hit in hits:
-            if hit.id in vectors and hit.id in stored:
+            if hit.id in stored:
                 hit.text, hit.metadata = stored[hit.id].text, stored[hit.id].metadata
+        return [hit for hit in hits if hit.id in stored]
+
+    def fill_scores(self, hits: list[Hit], vector: np.ndarray) -> list[Hit]:
+        """The cosine score of hits found by keyword only; hits without a stored vector are dropped."""
+        with self._reading():
+            vectors = self._vectors.vectors([hit.id for hit in hits])
+        for hit in hits:
+            if hit.id in vectors:
                 hit.score = _clip(float(np.dot(vectors[hit.id], vector)))
-                filled.append(hit)
-        return filled
+        return [hit for hit in hits if hit.id in vectors]
 
     @contextlib.contextmanager
     def _reading(self):
