@@ -16,6 +16,7 @@ import subprocess
 import sys
 import time
 
+import numpy as np
 import pytest
 
 from conftest import SCRIPTS, files_in_store, run_script, store_contents
@@ -315,3 +316,39 @@ def test_a_reopened_index_replays_few_writes_into_its_vector_graph(tmp_path):
     db.close()
     assert synced["METADATA"] >= 250, synced  # every write reached the metadata segment
     assert synced["METADATA"] - synced.get("VECTOR", 0) < 100, synced
+
+
+def test_an_index_of_the_earlier_layout_is_rebuilt_with_its_own_vectors(state_dir, tmp_path):
+    """Catalog schema 6 moved the text out of ChromaDB, so every index of schema 5 is rebuilt once. Its vectors are still
+    right for its texts (same model, graph and chunking): the rebuild takes them by text hash instead of embedding
+    everything again, which at 200k chunks is an hour."""
+    import chromadb
+    from chromadb.config import Settings
+
+    data = tmp_path / "data"
+    assert index(data, state_dir).code == 0
+    contents = store_contents(data)
+    generation = personal(data) / "generations" / current(data)
+    client = chromadb.PersistentClient(path=str(generation / "chroma"), settings=Settings(anonymized_telemetry=False))
+    collection = client.get_collection("personal", embedding_function=None)  # made like schema 5: text and metadata in it
+    stored = collection.get(include=["embeddings"])
+    ids = stored["ids"]
+    collection.update(ids=ids, embeddings=stored["embeddings"], documents=[contents[i]["text"] for i in ids],
+                      metadatas=[contents[i]["metadata"] for i in ids])
+    fingerprint = json.loads(collection.metadata["rag_search_fingerprint"])
+    collection.modify(metadata={**collection.metadata, "rag_search_fingerprint": json.dumps({**fingerprint, "schema": 5})})
+    del collection, client
+    db = sqlite3.connect(generation / "catalog.sqlite")
+    db.execute("PRAGMA user_version = 5")
+    db.close()
+
+    rebuilt = index(data, state_dir)
+    assert rebuilt.code == 0, rebuilt
+    assert rebuilt.json["rebuilt"] is True and rebuilt.json["chunks"] == len(ids)
+    assert rebuilt.json["embedded"] == 0, rebuilt.json
+    assert comparable(data) == {i: (c["text"], {k: v for k, v in c["metadata"].items() if k != "indexed_at"}) for i, c in contents.items()}
+    new_generation = personal(data) / "generations" / current(data)  # a path of its own: no cached client serves it
+    client = chromadb.PersistentClient(path=str(new_generation / "chroma"), settings=Settings(anonymized_telemetry=False))
+    now = client.get_collection("personal", embedding_function=None).get(include=["embeddings"])
+    before = dict(zip(ids, stored["embeddings"], strict=True))
+    assert all(np.allclose(vector, before[i]) for i, vector in zip(now["ids"], now["embeddings"], strict=True)), "each its own vector"

@@ -7,6 +7,7 @@ window (paragraph, then line, sentence, word; a code fence only as a last
 resort) and the next piece starts a little before the cut (the overlap).
 """
 
+import hashlib
 import re
 from dataclasses import dataclass, field
 
@@ -39,6 +40,11 @@ class Chunk:
     def embed_text(self) -> str:
         """What the model and the keyword index see: the heading path, then the passage."""
         return f"{self.heading}\n\n{self.text}" if self.heading else self.text
+
+    @property
+    def text_hash(self) -> str:
+        """The hash of what the model sees: equal hashes, equal vectors (of one model and graph)."""
+        return hashlib.blake2b(self.embed_text.encode("utf-8"), digest_size=16).hexdigest()
 
 
 def chunking_settings(max_tokens: int, overlap: int = DEFAULT_OVERLAP) -> str:

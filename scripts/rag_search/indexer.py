@@ -167,7 +167,7 @@ class IndexWriter:
     def _records(self, document: SourceDocument, chunks: list[Chunk], file_metadata: dict) -> tuple[DocumentRecord, list[ChunkRecord]]:
         records = []
         for ord_, chunk in enumerate(chunks):
-            text_hash = _digest(chunk.embed_text, 16)
+            text_hash = chunk.text_hash
             metadata = self._chunk_metadata(document, file_metadata, chunk, ord_)
             records.append(ChunkRecord(chunk_id(document.key, ord_, text_hash, metadata), ord_, chunk.text, chunk.embed_text,
                                        text_hash, metadata))

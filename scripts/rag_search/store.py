@@ -59,6 +59,7 @@ JOURNAL_FILE = "server-journal.jsonl"
 MIRROR_STATE = "server-keyword-copy"  # the keyword copy's record of the server version it holds
 FINGERPRINT_STATE = "@fingerprint"  # the vectors' fingerprint, in the catalog ("@" is never in a source id)
 FILTER_FIELDS = ("source_id", "date_ts", "type", "tags")  # what _where() filters on, kept beside each vector
+SAME_VECTORS = ("model_id", "embedding", "dimension", "chunking")  # fingerprint keys that decide what a text's vector is
 MB = 1024 * 1024
 
 
@@ -311,10 +312,27 @@ class Store:
         if stored is not None:
             log.warning("the %s index was built with another model or chunking: rebuilding it", self.name)
         self._start_writing()
+        if stored is not None and all(stored.get(key) == expected.get(key) for key in SAME_VECTORS):
+            self._keep_vectors_for_rebuild()
         self._vectors.create(expected)
         self._catalog.clear()
         self._catalog.set_source_state(FINGERPRINT_STATE, expected)
         return True
+
+    def _keep_vectors_for_rebuild(self) -> None:
+        """Only the catalog's layout changed: keep the stored vectors by the hash of their text, so the rebuild reuses
+        them rather than embedding everything again (an hour at 200k chunks). Collections that hold their text (those
+        of earlier layouts, and servers) can offer them; a hash is of the text the run will embed, so a vector is only
+        ever reused for its own text."""
+        if self._unpublished is None:
+            return
+        kept = 0
+        for texts, metadatas, vectors in self._vectors.texts_and_vectors():
+            rows = [(Chunk(text, metadata.get("heading", "")).text_hash, row) for row, (text, metadata) in
+                    enumerate(zip(texts, metadatas, strict=True)) if text is not None]
+            self._unpublished.put([text_hash for text_hash, _ in rows], vectors[[row for _, row in rows]])
+            kept += len(rows)
+        log.warning("keeping %d vectors of the %s index for its rebuild", kept, self.name)
 
     def check_fingerprint(self, expected: dict) -> None:
         """Raise IndexNotBuilt or FingerprintMismatch unless the collection was built as `expected` says."""

@@ -19,6 +19,7 @@ import logging
 import os
 import shutil
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -202,6 +203,13 @@ class VectorIndex:
             out += [(chunk_id, text or "", dict(metadata or {})) for chunk_id, text, metadata in
                     zip(page["ids"], page["documents"], page["metadatas"], strict=True)]
         return out
+
+    def texts_and_vectors(self) -> Iterator[tuple[list[str | None], list[dict], np.ndarray]]:
+        """Pages of (texts, metadatas, vectors) of every chunk; texts are None where the collection holds none."""
+        for offset in range(0, self.count(), BATCH):
+            page = self.collection.get(include=["documents", "metadatas", "embeddings"], limit=BATCH, offset=offset)
+            metadatas = [dict(metadata or {}) for metadata in page["metadatas"]]
+            yield list(page["documents"]), metadatas, np.asarray(page["embeddings"], np.float32)
 
     def query(self, vector: np.ndarray, n: int, where: dict | None) -> list[tuple[str, float]]:
         """The `n` nearest chunks: (id, cosine similarity), nearest first.
