@@ -327,8 +327,8 @@ class Store:
         if self._unpublished is None:
             return
         kept = 0
-        for texts, metadatas, vectors in self._vectors.texts_and_vectors():
-            rows = [(Chunk(text, metadata.get("heading", "")).text_hash, row) for row, (text, metadata) in
+        for _, texts, metadatas, vectors in self._vectors.pages(with_vectors=True):
+            rows = [(_as_indexed(text, metadata).text_hash, row) for row, (text, metadata) in
                     enumerate(zip(texts, metadatas, strict=True)) if text is not None]
             self._unpublished.put([text_hash for text_hash, _ in rows], vectors[[row for _, row in rows]])
             kept += len(rows)
@@ -718,10 +718,15 @@ def keyword_documents(chunks: list[tuple[str, str, dict]]) -> list[tuple[Documen
             documents[key] = (DocumentRecord(key, metadata.get("source_id", ""), metadata.get("file", ""), None, "", 0,
                                              metadata.get("indexed_at", "")), [])
         record, records = documents[key]
-        embedded = Chunk(text, metadata.get("heading", "")).embed_text  # what the index run embedded
+        embedded = _as_indexed(text, metadata).embed_text
         records.append(ChunkRecord(chunk_id, int(metadata.get("chunk_index", 0)), text, embedded, "", metadata))
         record.chunk_count += 1
     return list(documents.values())
+
+
+def _as_indexed(text: str, metadata: dict) -> Chunk:
+    """A stored chunk as the index run made it: what it embedded was its heading path, then its text."""
+    return Chunk(text, metadata.get("heading", ""))
 
 
 def owner_id(data_dir: Path) -> str:

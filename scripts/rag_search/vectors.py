@@ -195,21 +195,19 @@ class VectorIndex:
             out.update(zip(page["ids"], (np.asarray(vector, dtype=np.float32) for vector in page["embeddings"]), strict=True))
         return out
 
+    def pages(self, with_vectors: bool = False) -> Iterator[tuple[list[str], list[str | None], list[dict], np.ndarray | None]]:
+        """Every chunk, a page at a time: ids, texts (None where the collection holds none), metadatas and, if asked,
+        vectors."""
+        include = ["documents", "metadatas", *(["embeddings"] if with_vectors else [])]
+        for offset in range(0, self.count(), BATCH):
+            page = self.collection.get(include=include, limit=BATCH, offset=offset)
+            vectors = np.asarray(page["embeddings"], np.float32) if with_vectors else None
+            yield page["ids"], list(page["documents"]), [dict(metadata or {}) for metadata in page["metadatas"]], vectors
+
     def chunks(self) -> list[tuple[str, str, dict]]:
         """(id, text, metadata) of every chunk: a server collection's content, for a machine's keyword copy."""
-        out = []
-        for offset in range(0, self.count(), BATCH):
-            page = self.collection.get(include=["documents", "metadatas"], limit=BATCH, offset=offset)
-            out += [(chunk_id, text or "", dict(metadata or {})) for chunk_id, text, metadata in
-                    zip(page["ids"], page["documents"], page["metadatas"], strict=True)]
-        return out
-
-    def texts_and_vectors(self) -> Iterator[tuple[list[str | None], list[dict], np.ndarray]]:
-        """Pages of (texts, metadatas, vectors) of every chunk; texts are None where the collection holds none."""
-        for offset in range(0, self.count(), BATCH):
-            page = self.collection.get(include=["documents", "metadatas", "embeddings"], limit=BATCH, offset=offset)
-            metadatas = [dict(metadata or {}) for metadata in page["metadatas"]]
-            yield list(page["documents"]), metadatas, np.asarray(page["embeddings"], np.float32)
+        return [(chunk_id, text or "", metadata) for ids, texts, metadatas, _ in self.pages()
+                for chunk_id, text, metadata in zip(ids, texts, metadatas, strict=True)]
 
     def query(self, vector: np.ndarray, n: int, where: dict | None) -> list[tuple[str, float]]:
         """The `n` nearest chunks: (id, cosine similarity), nearest first.
