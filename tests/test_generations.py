@@ -352,3 +352,33 @@ def test_an_index_of_the_earlier_layout_is_rebuilt_with_its_own_vectors(state_di
     now = client.get_collection("personal", embedding_function=None).get(include=["embeddings"])
     before = dict(zip(ids, stored["embeddings"], strict=True))
     assert all(np.allclose(vector, before[i]) for i, vector in zip(now["ids"], now["embeddings"], strict=True)), "each its own vector"
+
+
+@pytest.mark.parametrize("damage", ["keyword row", "vector"])
+def test_a_work_generation_that_disagrees_with_itself_is_never_published(damage, state_dir, tmp_path):
+    """Verification before publishing: catalog, keyword index and vectors must hold the same chunks."""
+    sys.path.insert(0, str(SCRIPTS))
+    from rag_search.config import load_settings
+    from rag_search.errors import StoreError
+    from rag_search.store import Store
+
+    data = tmp_path / "data"
+    assert index(data, state_dir).code == 0
+    before, published = comparable(data), current(data)
+    store = Store.open_for_writing(load_settings(data_dir=str(data)), "personal")
+    try:
+        keys = sorted(store.documents())
+        assert store.remove(keys[:1]) > 0
+        if damage == "keyword row":
+            db = sqlite3.connect(store.folder / "catalog.sqlite")
+            with db:
+                db.execute("DELETE FROM chunk_terms WHERE rowid = (SELECT MIN(num) FROM chunks)")
+            db.close()
+        else:
+            survivor = store.document_chunks(keys[1])[0].id
+            store._vectors.delete([survivor])
+        with pytest.raises(StoreError, match="inconsistent"):
+            store.commit()
+    finally:
+        store.close()
+    assert current(data) == published and comparable(data) == before

@@ -572,9 +572,9 @@ class Store:
             raise RuntimeError("commit() needs a store opened for writing")
         if not self._catalog.changed:
             return False
-        self._close_local()
         try:
             self.verify()
+            self._close_local()
         except RagSearchError:
             raise
         except Exception as exc:
@@ -599,25 +599,22 @@ class Store:
         return True
 
     def verify(self) -> None:
-        """Reopen the work generation from disk and check that vectors, catalog and keyword index agree."""
-        catalog = Catalog(self.folder / CATALOG, writable=False)
-        vectors = self._vectors if self.settings.server is not None else VectorIndex.open_local(self.folder / CHROMA, self.name)
-        try:
-            ids = catalog.all_chunk_ids()
-            keyword_ids = catalog.keyword_index_ids()
-            vector_count = vectors.count() if self.settings.server is None else len(ids)
-            if keyword_ids != ids or vector_count != len(ids):
-                raise StoreError(f"the new {self.name} index is inconsistent ({vector_count} vectors, {len(ids)} chunks, "
-                                 f"{len(keyword_ids)} keyword rows); the previous index still serves", hint=rebuild_hint(self.name))
-            if self.settings.server is not None:
-                self._verify_server(ids)
-            elif ids and not vectors.answers_queries():
-                raise StoreError(f"the new {self.name} index does not answer queries; the previous index still serves",
-                                 hint=rebuild_hint(self.name))
-        finally:
-            catalog.close()
-            if vectors is not self._vector_index:
-                vectors.close()
+        """Check the work generation before it is published: vectors, catalog and keyword index hold the same chunks,
+        and the vector graph answers a query.
+
+        Through the connections this run wrote with: opening the generation again would load the whole vector graph a
+        second time, the largest part of a small refresh of a large index.
+        """
+        chunks, keyword_rows, shared = self._catalog.agreement()
+        vector_count = self._vectors.count() if self.settings.server is None else chunks
+        if not chunks == keyword_rows == shared == vector_count:
+            raise StoreError(f"the new {self.name} index is inconsistent ({vector_count} vectors, {chunks} chunks, "
+                             f"{keyword_rows} keyword rows); the previous index still serves", hint=rebuild_hint(self.name))
+        if self.settings.server is not None:
+            self._verify_server(self._catalog.all_chunk_ids())
+        elif chunks and not self._vectors.answers_queries():
+            raise StoreError(f"the new {self.name} index does not answer queries; the previous index still serves",
+                             hint=rebuild_hint(self.name))
 
     def _verify_server(self, ids: set[str]) -> None:
         """Both directions: every catalogued chunk is on the server; every chunk of ours there is catalogued."""
