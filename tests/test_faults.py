@@ -224,3 +224,37 @@ def test_a_changing_run_loads_the_vectors_once(tmp_path):
     changed = faulty_run("fail@rag_search.vectors.VectorIndex.open_local#2", data, root)
     assert changed.returncode == 0 and "faultrun:" not in changed.stderr, changed.stderr
     assert json.loads(changed.stdout)["published"] is True
+
+
+CATCH_UP_STEPS = [
+    "rag_search.catalog.Catalog.catch_up",
+    "rag_search.vectors.VectorIndex.delete",  # the first delete and add of a run are the catch-up's
+    "rag_search.vectors.VectorIndex.add",
+]
+
+
+@pytest.mark.parametrize("action", ["kill", "fail"])
+@pytest.mark.parametrize("step", CATCH_UP_STEPS)
+def test_a_run_that_dies_bringing_the_older_generation_up_to_date_loses_nothing(step, action, tmp_path):
+    """A small change takes the generation before the current one and applies the current one's changes to it
+    (generations.py). Killed there, the current generation still serves and the next run converges; failing there, the
+    run copies the current generation instead and succeeds."""
+    root = reset_root(tmp_path / "root")
+    data = tmp_path / "data"
+    assert run_script("index_personal.py", "--data-dir", data, root).code == 0
+    (root / "keep.md").write_text("# Keep\n\nThe backup job runs at 03:00 and keeps fourteen daily snapshots.\n")
+    (root / "warm.md").write_text("# Warm\n\nThe spare node stays powered on for failover drills.\n")
+    for name in ("keep.md", "warm.md"):
+        os.utime(root / name, (CHANGED_MTIME, CHANGED_MTIME))
+    assert run_script("index_personal.py", "--data-dir", data, root).code == 0  # keeps the first generation, to take
+    change(root)
+    assert run_script("index_personal.py", "--data-dir", tmp_path / "rebuilt", root).code == 0
+    expected, before = comparable(tmp_path / "rebuilt"), comparable(data)
+
+    result = faulty_run(f"{action}@{step}", data, root)
+    assert "faultrun:" in result.stderr, "the step was reached"
+    if action == "kill":
+        check_recovery(result, data, root, expected, before)
+    else:
+        assert result.returncode == 0 and "copying the current one instead" in result.stderr, result.stderr
+        assert comparable(data) == expected

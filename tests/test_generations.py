@@ -165,12 +165,9 @@ def test_a_garbled_current_falls_back_to_the_newest_generation_and_loses_nothing
 def test_a_missing_generation_folder_or_lock_file_is_not_fatal(state_dir, tmp_path):
     data = tmp_path / "data"
     assert index(data, state_dir).code == 0
-    first = personal(data) / "generations" / "g000001"
-    kept = tmp_path / "kept-g000001"
-    shutil.copytree(first, kept)
     add_note(state_dir)
     assert index(data, state_dir).code == 0
-    shutil.copytree(kept, first)  # an older generation is still there…
+    assert "g000001" in generations(data)  # an older generation is still there (kept for the next small change)…
     shutil.rmtree(personal(data) / "generations" / "g000002")  # …and the current one is gone
     for lock in (personal(data) / "generations").glob("*.lock"):
         lock.unlink()
@@ -382,3 +379,85 @@ def test_a_work_generation_that_disagrees_with_itself_is_never_published(damage,
     finally:
         store.close()
     assert current(data) == published and comparable(data) == before
+
+
+def vectors_by_id(data, generation=None, collection="personal"):
+    """{chunk id: vector} as ChromaDB holds them in a generation (default: the current one)."""
+    import chromadb
+    from chromadb.config import Settings
+
+    folder = data / collection / "generations" / (generation or current(data, collection)) / "chroma"
+    client = chromadb.PersistentClient(path=str(folder), settings=Settings(anonymized_telemetry=False))
+    stored = client.get_collection(collection, embedding_function=None).get(include=["embeddings"])
+    return dict(zip(stored["ids"], np.asarray(stored["embeddings"]), strict=True))
+
+
+def catalog_inode(data, generation):
+    return (personal(data) / "generations" / generation / "catalog.sqlite").stat().st_ino
+
+
+def two_generations(data, state_dir):
+    """g000001, then g000002 built from it with a small change: g000002 records what it added and keeps g000001."""
+    assert index(data, state_dir).code == 0
+    add_note(state_dir)
+    assert index(data, state_dir).json["published"] is True
+    assert generations(data) == ["g000001", "g000002"], "the predecessor of a small change is kept"
+
+
+def another_change(state_dir):
+    add_note(state_dir, "other.md", "# Other\n\nThe Grafana dashboards live in the monitoring folder.\n")
+    (state_dir / "notes" / "new.md").unlink()
+
+
+def test_a_small_change_brings_the_older_generation_up_to_date_instead_of_copying_the_index(state_dir, tmp_path):
+    """A copy costs in proportion to the whole index (at 200k chunks a gigabyte written, flushed and deleted), however
+    small the change. The generation before the current one is taken instead and given the current one's changes."""
+    data = tmp_path / "data"
+    two_generations(data, state_dir)
+    older, before = catalog_inode(data, "g000001"), vectors_by_id(data)
+    another_change(state_dir)
+    assert index(data, state_dir).json["published"] is True
+    assert generations(data) == ["g000002", "g000003"]
+    assert catalog_inode(data, "g000003") == older, "g000001's folder became g000003"
+
+    rebuilt = tmp_path / "rebuilt"
+    assert index(rebuilt, state_dir, "--full").code == 0
+    assert comparable(data) == comparable(rebuilt)
+    after, fresh = vectors_by_id(data), vectors_by_id(rebuilt)
+    assert after.keys() == fresh.keys()
+    assert all(np.array_equal(after[i], before[i]) for i in after.keys() & before.keys()), "kept chunks keep their vectors"
+    cosine = {i: float(np.dot(after[i], fresh[i]) / np.linalg.norm(after[i]) / np.linalg.norm(fresh[i])) for i in after}
+    assert min(cosine.values()) > 0.95, "every chunk has its own text's vector"
+    found = run_script("search.py", "--data-dir", data, "--index", "personal", "--mode", "dense", "where do the Grafana dashboards live?")
+    assert found.code == 0 and found.json["results"][0]["file"].endswith("other.md"), found
+
+
+def test_an_older_generation_a_search_holds_is_copied_around_not_taken(state_dir, tmp_path):
+    data = tmp_path / "data"
+    two_generations(data, state_dir)
+    older, before = catalog_inode(data, "g000001"), comparable(data)
+    reader = os.open(personal(data) / "generations" / "g000001", os.O_RDONLY)  # a long search still reading g000001
+    fcntl.flock(reader, fcntl.LOCK_SH)
+    try:
+        another_change(state_dir)
+        assert index(data, state_dir).json["published"] is True
+        assert catalog_inode(data, "g000001") == older and catalog_inode(data, "g000003") != older
+    finally:
+        os.close(reader)
+    rebuilt = tmp_path / "rebuilt"
+    assert index(rebuilt, state_dir, "--full").code == 0
+    assert comparable(data) == comparable(rebuilt) != before
+
+
+def test_an_older_generation_that_cannot_be_brought_up_to_date_is_replaced_by_a_copy(state_dir, tmp_path):
+    data = tmp_path / "data"
+    two_generations(data, state_dir)
+    shutil.rmtree(personal(data) / "generations" / "g000001" / "chroma")
+    another_change(state_dir)
+    result = index(data, state_dir)
+    assert result.code == 0 and result.json["published"] is True, result
+    assert "copying the current one instead" in result.stderr
+    rebuilt = tmp_path / "rebuilt"
+    assert index(rebuilt, state_dir, "--full").code == 0
+    assert comparable(data) == comparable(rebuilt)
+    assert vectors_by_id(data).keys() == vectors_by_id(rebuilt).keys()

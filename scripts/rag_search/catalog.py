@@ -158,17 +158,58 @@ class Catalog:
         rows = self._db.execute("SELECT source_id FROM documents UNION SELECT source_id FROM sources WHERE source_id NOT LIKE '@%'")
         return {row[0] for row in rows}
 
-    def chunk_ids(self, keys: list[str]) -> list[str]:
-        """Ids of the chunks of these documents."""
+    def chunk_ids(self, keys: list[str], schema: str = "main") -> list[str]:
+        """Ids of the chunks of these documents (in an attached catalog if `schema` names it)."""
         ids: list[str] = []
         for start in range(0, len(keys), _BATCH):
             batch = keys[start : start + _BATCH]
-            rows = self._db.execute(f"SELECT id FROM chunks WHERE doc_key IN ({','.join('?' * len(batch))})", batch)
+            rows = self._db.execute(f"SELECT id FROM {schema}.chunks WHERE doc_key IN ({','.join('?' * len(batch))})", batch)
             ids.extend(row[0] for row in rows)
         return ids
 
     def all_chunk_ids(self) -> set[str]:
         return {row[0] for row in self._db.execute("SELECT id FROM chunks")}
+
+    def difference(self, other: Path) -> tuple[list[str], list[str], list[str]]:
+        """What turns the catalog at `other` into this one: (keys of the documents that differ, ids of the chunks only
+        there, ids of the chunks only here). Whole document rows are compared: a run that writes a document's chunks
+        rewrites its row too."""
+        self._db.execute("ATTACH DATABASE ? AS other", (f"file:{other}?mode=ro&immutable=1",))
+        try:
+            keys = [row[0] for row in self._db.execute(
+                "SELECT key FROM (SELECT * FROM main.documents EXCEPT SELECT * FROM other.documents) "
+                "UNION SELECT key FROM (SELECT * FROM other.documents EXCEPT SELECT * FROM main.documents)")]
+            here, there = set(self.chunk_ids(keys)), set(self.chunk_ids(keys, schema="other"))
+        finally:
+            self._db.execute("DETACH DATABASE other")
+        return keys, sorted(there - here), sorted(here - there)
+
+    def catch_up(self, other: Path, keys: list[str]) -> None:
+        """Make this catalog equal to the one at `other`, given the keys of the documents that differ (difference()):
+        their rows are replaced by those there, row numbers included, and the source states copied."""
+        self._db.execute("ATTACH DATABASE ? AS other", (str(other),))
+        try:
+            with self._db:
+                self._db.execute("CREATE TEMP TABLE changed (key TEXT PRIMARY KEY)")
+                self._db.executemany("INSERT INTO changed VALUES (?)", [(key,) for key in keys])
+                mine = "SELECT num FROM main.chunks WHERE doc_key IN (SELECT key FROM changed)"
+                theirs = "SELECT num FROM other.chunks WHERE doc_key IN (SELECT key FROM changed)"
+                for statement in (
+                    f"DELETE FROM main.chunk_terms WHERE rowid IN ({mine})",
+                    f"DELETE FROM main.chunk_texts WHERE num IN ({mine})",
+                    "DELETE FROM main.chunks WHERE doc_key IN (SELECT key FROM changed)",
+                    "DELETE FROM main.documents WHERE key IN (SELECT key FROM changed)",
+                    "INSERT INTO main.documents SELECT * FROM other.documents WHERE key IN (SELECT key FROM changed)",
+                    "INSERT INTO main.chunks SELECT * FROM other.chunks WHERE doc_key IN (SELECT key FROM changed)",
+                    f"INSERT INTO main.chunk_texts SELECT * FROM other.chunk_texts WHERE num IN ({theirs})",
+                    f"INSERT INTO main.chunk_terms (rowid, terms) SELECT rowid, terms FROM other.chunk_terms WHERE rowid IN ({theirs})",
+                    "DELETE FROM main.sources",
+                    "INSERT INTO main.sources SELECT * FROM other.sources",
+                    "DROP TABLE temp.changed",
+                ):
+                    self._db.execute(statement)
+        finally:
+            self._db.execute("DETACH DATABASE other")
 
     def ids_for_text_hashes(self, hashes: list[str]) -> dict[str, str]:
         """Some existing chunk id for each known text hash."""

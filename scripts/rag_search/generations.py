@@ -17,6 +17,14 @@ generation.json, fsync, rename to its final name, replace CURRENT. A run that
 changes nothing, fails or is killed leaves the previous generation serving;
 its work folder is removed by the next run.
 
+A copy costs in proportion to the whole index (at 200k chunks, a gigabyte
+written, flushed and later deleted), however small the change. So a run that
+added few vectors records them (ADDED) and its generation names the one it was
+built from ("previous" in generation.json); that predecessor is kept. The next
+run takes the predecessor's folder, when no search holds it, as its work folder
+instead of a copy, and the store brings it up to date with the current
+generation before applying its own changes (store.py, Store._catch_up).
+
 Searches hold a shared flock on the generation folder itself while they read
 it; old generations are deleted once no search holds them. A CURRENT that is
 missing, garbled or names a missing folder is never fatal: readers use the
@@ -45,6 +53,7 @@ CURRENT = "CURRENT"
 GENERATIONS = "generations"
 WRITE_LOCK = "write.lock"
 MARKER = "generation.json"  # written last, before the rename: only complete generations have it
+ADDED = "added-vectors.sqlite"  # the vectors a run added, by chunk id, when they were few: see above
 _NAME = re.compile(r"^g(\d{6,})$")
 INDEX_COMMANDS = {"personal": "scripts/index_personal.py", "docs": "scripts/index_docs.py --all"}
 
@@ -70,6 +79,19 @@ def published_at(folder: Path) -> str:
         return json.loads((folder / MARKER).read_text())["published"]
     except (OSError, ValueError, KeyError, TypeError):
         return dates.from_timestamp(folder.stat().st_mtime)[0]
+
+
+def predecessor(root: Path, name: str) -> Path | None:
+    """The complete generation that generation `name` was built from, if `name` recorded what it added since."""
+    folder = root / GENERATIONS / name
+    try:
+        previous = json.loads((folder / MARKER).read_text())["previous"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    if not (isinstance(previous, str) and _NAME.match(previous) and (folder / ADDED).is_file()):
+        return None
+    path = root / GENERATIONS / previous
+    return path if (path / MARKER).is_file() else None
 
 
 def complete_generations(root: Path) -> list[str]:
@@ -115,6 +137,7 @@ class WriteSession:
         """
         self.root = root
         self.folder: Path | None = None  # the work folder, once start() made it
+        self.reused = False  # whether the work folder is a taken predecessor (True) or a copy of the base
         root.mkdir(mode=0o700, parents=True, exist_ok=True)
         self._lock: int | None = _acquire_write_lock(root, wait_seconds)
         try:
@@ -130,21 +153,32 @@ class WriteSession:
             self.discard()
             raise
 
-    def start(self) -> Path:
-        """The work folder: a copy of the published generation (or empty), made now if not yet."""
+    def start(self, previous: Path | None = None) -> Path:
+        """The work folder, made now if not yet: the `previous` generation's own folder if no search holds it (see
+        `reused`), else a copy of the published generation (or empty)."""
         if self.folder is None:
             work = self.root / GENERATIONS / f".{self.name}.work"
             self.folder = work  # set first, so discard() removes a copy cut short
             if self.base is None:
                 work.mkdir(mode=0o700)
+            elif previous is not None and _take(previous, work):
+                self.reused = True
             else:
                 copy_generation(self.base, work)
         return self.folder
 
+    def restart(self) -> None:
+        """Drop the work folder, so that start() makes a new one."""
+        if self.folder is not None:
+            shutil.rmtree(self.folder, ignore_errors=True)
+        self.folder, self.reused = None, False
+
     def publish(self) -> None:
         """Make the work folder the current generation; the caller has closed and verified it."""
         final = self.root / GENERATIONS / self.name
-        write_atomically(self.folder / MARKER, json.dumps({"name": self.name, "published": dates.now_iso()}) + "\n")
+        previous = self.base.name if self.base is not None else None
+        write_atomically(self.folder / MARKER,
+                         json.dumps({"name": self.name, "published": dates.now_iso(), "previous": previous}) + "\n")
         fsync_tree(self.folder)
         install(self.folder, final)
         self.folder = None
@@ -185,7 +219,8 @@ def collect_garbage(root: Path) -> list[str]:
         return []
     current, _ = published(root)
     complete = complete_generations(root)
-    keep = {current, complete[-1] if complete else None}
+    previous = predecessor(root, current) if current is not None else None
+    keep = {current, complete[-1] if complete else None, previous.name if previous is not None else None}
     removed = []
     for path in folder.iterdir():
         if path.name.startswith(".") and path.is_dir():
@@ -196,6 +231,24 @@ def collect_garbage(root: Path) -> list[str]:
         elif _NAME.match(path.name) and current is not None and path.name not in keep and _remove_if_unused(path):
             removed.append(path.name)
     return removed
+
+
+def _take(folder: Path, work: Path) -> bool:
+    """Rename a generation no search holds to `work`, without its marker and its record of added vectors; False if a
+    search holds it. As in _remove_if_unused, a search that locks it afterwards finds it gone."""
+    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return False
+        os.replace(folder, work)
+    finally:
+        os.close(fd)
+    for name in (MARKER, ADDED):
+        with contextlib.suppress(FileNotFoundError):
+            (work / name).unlink()
+    return True
 
 
 def _remove_if_unused(folder: Path) -> bool:
@@ -232,8 +285,8 @@ def copy_generation(source: Path, target: Path) -> None:
         destination = target / path.relative_to(source)
         if path.is_dir():
             destination.mkdir(mode=0o700, exist_ok=True)
-        elif path.name.endswith(("-journal", "-wal", "-shm")) or path.name == MARKER:
-            continue  # part of the database file (the copy carries its committed state); the marker is the new one's
+        elif path.name.endswith(("-journal", "-wal", "-shm")) or path.name in (MARKER, ADDED):
+            continue  # part of the database file (the copy carries its committed state); marker and record are the new one's
         elif path.suffix in (".sqlite", ".sqlite3"):
             copy_sqlite(path, destination)
         else:

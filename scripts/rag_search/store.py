@@ -32,6 +32,7 @@ import tempfile
 import time
 import uuid
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -46,7 +47,7 @@ from .errors import DiskFull, FingerprintMismatch, IndexNotBuilt, IndexWriteErro
 from .generations import INDEX_COMMANDS
 from .locking import exclusive_lock
 from .records import ChunkRecord, DocumentRecord, Filters, Hit, IndexedFiles, StoredChunk
-from .unpublished import UnpublishedVectors
+from .vector_file import VectorFile, unpublished_path
 from .vectors import VectorIndex
 
 log = logging.getLogger("rag_search")
@@ -61,6 +62,9 @@ FINGERPRINT_STATE = "@fingerprint"  # the vectors' fingerprint, in the catalog (
 FILTER_FIELDS = ("source_id", "date_ts", "type", "tags")  # what _where() filters on, kept beside each vector
 SAME_VECTORS = ("model_id", "embedding", "dimension", "chunking")  # fingerprint keys that decide what a text's vector is
 MB = 1024 * 1024
+# Up to this many chunks added or removed, bringing the generation before the published one up to date costs less
+# than copying the index: ChromaDB adds about 700 vectors a second, and a copy at 200k chunks writes a gigabyte.
+CATCH_UP_LIMIT = 500
 
 
 def fingerprint(model: ModelInfo, embedding: str) -> dict:
@@ -123,6 +127,16 @@ class ServerJournal:
         self.path.unlink(missing_ok=True)
 
 
+@dataclass
+class CatchUp:
+    """What turns the generation before the published one into the published one (Store._catch_up_plan)."""
+
+    previous: Path  # the older generation's folder
+    keys: list[str]  # the documents that differ
+    removed: list[str]  # ids of the chunks only the older one has
+    added: dict[str, np.ndarray]  # the chunks only the published one has: id -> vector
+
+
 class Store:
     """One collection's index in one generation (or, in server mode, the server and a local catalog)."""
 
@@ -139,7 +153,9 @@ class Store:
         self._journal: ServerJournal | None = None
         self._owner: str | None = None
         self._deferred: list[str] = []  # server mode: ids to delete once the run has published
-        self._unpublished: UnpublishedVectors | None = None  # writers: vectors of runs that did not publish
+        self._unpublished: VectorFile | None = None  # writers: vectors of runs that did not publish
+        self._added: VectorFile | None = None  # writers: what this run adds to ChromaDB, while that is little
+        self._added_count = 0
         self._fingerprint: dict | None = None  # writers: what prepare() was given
 
     # --- opening and closing ------------------------------------------------
@@ -215,26 +231,106 @@ class Store:
         self._vector_index = vectors
 
     def _start_writing(self) -> None:
-        """Before the first write: reopen the index on a work copy of the published generation (made now)."""
+        """Before the first write: reopen the index on a work folder. That is the generation before the published one
+        brought up to date when that is cheap and no search holds it (generations.py), else a copy of the published one."""
         if self._session.folder is not None:
             return
+        plan = self._catch_up_plan()
+        self._open_work(plan.previous if plan is not None else None)
+        if self._session.reused:
+            log.debug("bringing %s up to date instead of copying %s", plan.previous.name, self._session.base.name)
+            try:
+                self._catch_up(plan)
+            except Exception as exc:
+                if is_disk_full(exc):
+                    raise disk_full(self._session.root, [self._session.name]) from None
+                log.warning("could not bring the %s generation before the current one up to date (%s): copying the "
+                            "current one instead", self.name, one_line(exc))
+                self._close_local()
+                self._session.restart()
+                self._open_work(None)
+        if self._fingerprint is not None:  # kept in the catalog too, so a run that changes nothing needs no vectors
+            self._catalog.set_source_state(FINGERPRINT_STATE, self._fingerprint)
+        if self.settings.server is None:
+            self._added, self._added_count = VectorFile(self.folder / generations.ADDED), 0
+
+    def _open_work(self, previous: Path | None) -> None:
         root = self._session.root
         self._close_local()
         try:
-            self.folder = self._session.start()
+            self.folder = self._session.start(previous)
         except OSError as exc:
             raise cannot_prepare(root, exc) from None
         except Exception as exc:  # sqlite3 errors while copying a damaged generation
             raise StoreError(f"the {self.name} index in {root} cannot be copied: {one_line(exc)}",
                              hint=rebuild_hint(self.name)) from None
         self._attach(lambda: self._open_local(writable=True))
-        if self._fingerprint is not None:  # kept in the catalog too, so a run that changes nothing needs no vectors
-            self._catalog.set_source_state(FINGERPRINT_STATE, self._fingerprint)
+
+    def _catch_up_plan(self) -> CatchUp | None:
+        """What turns the generation before the published one into the published one, if it is little and the published
+        one recorded the vectors its run added (locally only: a server's vectors are not in generations)."""
+        base = self._session.base
+        if self.settings.server is not None or base is None or self._catalog is None:
+            return None
+        previous = generations.predecessor(self._session.root, base.name)
+        if previous is None:
+            return None
+        try:
+            fingerprint = self._catalog.source_state(FINGERPRINT_STATE)
+            older = Catalog(previous / CATALOG, writable=False)
+            try:
+                same_vectors = older.source_state(FINGERPRINT_STATE) == fingerprint
+            finally:
+                older.close()
+            keys, removed, added = self._catalog.difference(previous / CATALOG)
+            if not same_vectors or len(removed) + len(added) > CATCH_UP_LIMIT:
+                return None
+            record = VectorFile(base / generations.ADDED, fingerprint["dimension"], writable=False)
+            try:
+                vectors = record.get(added)
+            finally:
+                record.close()
+        except Exception as exc:  # a damaged older generation: copy the current one
+            log.debug("not catching up %s: %s", previous, one_line(exc))
+            return None
+        return CatchUp(previous, keys, removed, vectors) if len(vectors) == len(added) else None
+
+    def _catch_up(self, plan: CatchUp) -> None:
+        """Apply the published generation's changes to its predecessor, now the work folder: catalog rows, then vectors."""
+        self._catalog.catch_up(self._session.base / CATALOG, plan.keys)
+        if plan.removed:
+            self._vectors.delete(plan.removed)
+        if plan.added:
+            ids = sorted(plan.added)
+            stored = self._catalog.stored_chunks(ids)
+            self._vectors.add(ids, np.stack([plan.added[i] for i in ids]),
+                              [{k: v for k, v in stored[i].metadata.items() if k in FILTER_FIELDS} for i in ids])
+
+    def _record_added(self, ids: list[str], vectors: np.ndarray) -> None:
+        """Keep what this run adds to ChromaDB while it is little: the next run brings this generation's predecessor up
+        to date with it instead of copying the index."""
+        if self._added is None:
+            return
+        self._added_count += len(ids)
+        if self._added_count > CATCH_UP_LIMIT:
+            self._forget_added()
+        else:
+            self._added.put(ids, vectors)
+
+    def _forget_added(self) -> None:
+        """No record of added vectors for this generation: the next run copies it."""
+        if self._added is not None:
+            self._added.clear()
+            self._added = None
 
     def _close_local(self) -> None:
-        """Close the catalog, and the vectors unless they live on a server (those stay open across a run)."""
+        """Close the catalog and the record of added vectors, and the vectors unless they live on a server (those stay
+        open across a run)."""
         if self._catalog is not None:
             self._catalog.close()
+        if self._added is not None:
+            self._added.close()
+            self._added = None
         if self.settings.server is None and self._vector_index is not None:
             self._vector_index.close()
             self._vector_index = None
@@ -263,10 +359,10 @@ class Store:
             self._read_lock = None
 
     def _release_handles(self) -> None:
-        for handle in (self._vector_index, self._catalog, self._unpublished):
+        for handle in (self._vector_index, self._catalog, self._unpublished, self._added):
             if handle is not None:
                 handle.close()
-        self._vector_index = self._catalog = self._unpublished = None
+        self._vector_index = self._catalog = self._unpublished = self._added = None
         self._vectors_at = None
 
     @staticmethod
@@ -303,8 +399,8 @@ class Store:
     def prepare(self, expected: dict) -> bool:
         """Make sure the collection exists with this fingerprint; True if it was (re)created empty."""
         if self._session is not None and self._unpublished is None:
-            self._unpublished = UnpublishedVectors(self._session.root, f"{expected['model_id']}-{expected['embedding']}",
-                                                   expected["dimension"])
+            self._unpublished = VectorFile(unpublished_path(self._session.root, f"{expected['model_id']}-{expected['embedding']}"),
+                                           expected["dimension"])
         self._fingerprint = expected
         stored = self._catalog.source_state(FINGERPRINT_STATE) or self._vectors.fingerprint()  # an index made before the copy
         if stored == expected:
@@ -312,6 +408,7 @@ class Store:
         if stored is not None:
             log.warning("the %s index was built with another model or chunking: rebuilding it", self.name)
         self._start_writing()
+        self._forget_added()  # a rebuild: the predecessor has nothing in common with it
         if stored is not None and all(stored.get(key) == expected.get(key) for key in SAME_VECTORS):
             self._keep_vectors_for_rebuild()
         self._vectors.create(expected)
@@ -525,6 +622,7 @@ class Store:
         ids = [chunk.id for chunk in chunks]
         if self.settings.server is None:
             self._vectors.add(ids, vectors, [{k: v for k, v in chunk.metadata.items() if k in FILTER_FIELDS} for chunk in chunks])
+            self._record_added(ids, vectors)
         else:
             metadatas = [{**chunk.metadata, "owner": self._owner} for chunk in chunks]
             self._vectors.add(ids, vectors, metadatas, [chunk.text for chunk in chunks])
