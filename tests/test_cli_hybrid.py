@@ -215,3 +215,17 @@ def test_rerank_with_a_local_cross_encoder_reorders_by_its_scores(example_index,
     assert result.code == 0, result
     scores = [item["explain"]["rerank"] for item in result.json["results"]]
     assert len(scores) == 4 and scores == sorted(scores, reverse=True)
+
+
+def test_a_page_of_loosely_related_sections_does_not_outrank_the_note_that_answers(state_dir, tmp_path):
+    """A page is ranked by the summed evidence of its sections (issue 12). In a small index every chunk is in both
+    candidate lists, so a long note collected the fused scores of sections that barely relate to the question (cosine
+    0.07) and beat the one-chunk note that answers it (cosine 0.80 against the long note's best 0.22). A section after
+    a page's best now counts only if its cosine is at least half the query's best."""
+    (state_dir / "notes" / "other.md").write_text("# Other\n\nThe Grafana dashboards live in the monitoring folder.\n")
+    data = tmp_path / "data"
+    assert run_script("index_personal.py", "--data-dir", data, state_dir).code == 0
+    result = run_script("search.py", "--data-dir", data, "--index", "personal", "--no-refresh", "--explain",
+                        "where do the Grafana dashboards live?")
+    assert result.code == 0, result
+    assert result.json["results"][0]["file"] == "notes/other.md", [(hit["file"], hit["explain"]) for hit in result.json["results"]]

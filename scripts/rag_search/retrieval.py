@@ -60,6 +60,10 @@ class SearchOptions:
     # Hybrid: a page scores S1 + d*S2 + d^2*S3 ..., its sections' best fused scores, highest first; 0 ranks a page by its
     # best chunk. Tuned on docs-faq dev with SciFact train (bench/eval_docs.py, bench/eval_beir.py).
     page_decay: float = 1.0
+    # A section after a page's best counts only if its cosine (when the dense list has it) is at least this fraction of
+    # the query's best cosine. In a small index every chunk is a candidate, and sections that barely relate to the
+    # question lifted long pages over the note that answers it. Changes no ranking on docs-faq dev or SciFact train.
+    section_floor: float = 0.5
 
     @property
     def filters(self) -> Filters:
@@ -316,11 +320,12 @@ def _rank(candidates: dict, dense_order: list[str], lexical_order: list[str], op
         keys[chunk_id] = key
     order = dense_order if options.mode == "dense" else lexical_order if options.mode == "lexical" else list(candidates)
     ranked = sorted((chunk_id for chunk_id in order if chunk_id in candidates), key=lambda chunk_id: keys[chunk_id], reverse=True)
-    return _by_page(ranked, candidates, keys, options.page_decay) if options.mode == "hybrid" else ranked
+    return _by_page(ranked, candidates, keys, options) if options.mode == "hybrid" else ranked
 
 
-def _by_page(ranked: list[str], candidates: dict, keys: dict[str, float], decay: float) -> list[str]:
-    """Chunk ids (best first) regrouped page by page: pages by the damped sum of their sections' best keys.
+def _by_page(ranked: list[str], candidates: dict, keys: dict[str, float], options: SearchOptions) -> list[str]:
+    """Chunk ids (best first) regrouped page by page: pages by the damped sum of their sections' best keys, counting a
+    section after the best only if it is close enough in meaning (options.section_floor).
 
     A section is a heading path of a file; a record of a JSON file is a unit of its own.
     Ties keep the order of each page's best chunk.
@@ -330,18 +335,33 @@ def _by_page(ranked: list[str], candidates: dict, keys: dict[str, float], decay:
         hit = candidates[chunk_id]
         record = hit.metadata.get("kind") in RECORD_KINDS
         pages.setdefault((hit.collection, hit.metadata.get("file"), hit.metadata.get("heading") if record else None), []).append(chunk_id)
+    cosines = [hit.explain["cosine"] for hit in candidates.values() if "cosine" in hit.explain]
+    floor = options.section_floor * max(cosines) if cosines else None
     scored = []
     for first, ids in enumerate(pages.values()):
-        best: dict[str, float] = {}
-        for chunk_id in ids:  # best first: the first chunk seen of a section is its best
-            best.setdefault(candidates[chunk_id].metadata.get("heading", ""), keys[chunk_id])
-        sections = sorted(best.values(), reverse=True)
-        score = sum(key * decay**i for i, key in enumerate(sections))
+        sections = _page_sections(ids, candidates, keys, floor)
+        score = sum(key * options.page_decay**i for i, key in enumerate(sections))
         for chunk_id in ids:
             candidates[chunk_id].explain.update(page_score=round(score, 6), page_sections=len(sections), page_chunks=len(ids))
         scored.append((-score, first, ids))
     scored.sort()
     return [chunk_id for _, _, ids in scored for chunk_id in ids]
+
+
+def _page_sections(ids: list[str], candidates: dict, keys: dict[str, float], floor: float | None) -> list[float]:
+    """The best key of each section of one page (`ids` best first), highest first: the first always, the others only if
+    their best cosine reaches `floor` (a section no dense candidate is in keeps counting: its cosine is not known)."""
+    best: dict[str, float] = {}
+    closest: dict[str, float] = {}
+    for chunk_id in ids:  # best first: the first chunk seen of a section is its best
+        hit = candidates[chunk_id]
+        heading = hit.metadata.get("heading", "")
+        best.setdefault(heading, keys[chunk_id])
+        if "cosine" in hit.explain:
+            closest[heading] = max(closest.get(heading, -1.0), hit.explain["cosine"])
+    ordered = sorted(best, key=best.get, reverse=True)
+    return [best[heading] for n, heading in enumerate(ordered)
+            if n == 0 or floor is None or heading not in closest or closest[heading] >= floor]
 
 
 def _cap_per_file(hits: list[Hit], per_file: int) -> list[Hit]:
