@@ -173,7 +173,7 @@ class Catalog:
     def difference(self, other: Path) -> tuple[list[str], list[str], list[str]]:
         """What turns the catalog at `other` into this one: (keys of the documents that differ, ids of the chunks only
         there, ids of the chunks only here). Whole document rows are compared: a run that writes a document's chunks
-        rewrites its row too."""
+        rewrites its row too. On a catalog opened for reading (its connection takes the URI that opens `other` read-only)."""
         self._db.execute("ATTACH DATABASE ? AS other", (f"file:{other}?mode=ro&immutable=1",))
         try:
             keys = [row[0] for row in self._db.execute(
