@@ -136,6 +136,8 @@ def test_keyword_search_ranks_filters_and_follows_changes(tmp_path):
     assert search("self heal", sources=("argocd",)) == ["argo:0"]
     assert search("self heal", since=250.0) == ["note:0"]
     assert search("self heal", until=150.0) == ["argo:0"]
+    everything = search("self heal resources node", sources=("argocd", "k0s", "personal"))  # a filter that keeps all
+    assert search("self heal resources node") == everything and len(everything) == 4
 
     add(catalog, "argo", "argocd", ["Prune deletes resources"])  # a new version drops the selfHeal chunk
     assert search("selfHeal") == ["note:0"]

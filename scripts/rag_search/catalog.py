@@ -290,10 +290,19 @@ class Catalog:
         return self._db.execute("SELECT COALESCE(SUM(chunk_count), 0) FROM documents WHERE source_id = ?", (source_id,)).fetchone()[0]
 
     def keyword_search(self, match: str, limit: int, filters: Filters) -> list[tuple[str, float]]:
-        """(chunk id, BM25 score, higher is better), best first, for an FTS5 `match` expression."""
+        """(chunk id, BM25 score, higher is better), best first, for an FTS5 `match` expression.
+
+        Without filters the matches are ranked alone and only the best are looked up in `chunks`: when a query's words
+        match half of a 200k-chunk index, a join per match cost a fifth of the search.
+        """
         where, params = _filter_sql(filters)
-        sql = ("SELECT c.id, -bm25(chunk_terms) FROM chunk_terms JOIN chunks c ON c.num = chunk_terms.rowid "
-               f"WHERE chunk_terms MATCH ?{where} ORDER BY bm25(chunk_terms) LIMIT ?")
+        if where:
+            sql = ("SELECT c.id, -bm25(chunk_terms) FROM chunk_terms JOIN chunks c ON c.num = chunk_terms.rowid "
+                   f"WHERE chunk_terms MATCH ?{where} ORDER BY bm25(chunk_terms) LIMIT ?")
+        else:
+            sql = ("SELECT c.id, m.score FROM (SELECT rowid AS num, -bm25(chunk_terms) AS score FROM chunk_terms "
+                   "WHERE chunk_terms MATCH ? ORDER BY bm25(chunk_terms) LIMIT ?) m JOIN chunks c ON c.num = m.num "
+                   "ORDER BY m.score DESC, m.num")
         return [(row[0], float(row[1])) for row in self._db.execute(sql, [match, *params, limit])]
 
     def agreement(self) -> tuple[int, int, int]:
