@@ -234,17 +234,10 @@ def collect_garbage(root: Path) -> list[str]:
 
 
 def _take(folder: Path, work: Path) -> bool:
-    """Rename a generation no search holds to `work`, without its marker and its record of added vectors; False if a
-    search holds it. As in _remove_if_unused, a search that locks it afterwards finds it gone."""
-    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return False
-        os.replace(folder, work)
-    finally:
-        os.close(fd)
+    """Make a generation no search holds the work folder, without its marker and its record of added vectors; False if
+    a search holds it."""
+    if not _rename_if_unused(folder, work):
+        return False
     for name in (MARKER, ADDED):
         with contextlib.suppress(FileNotFoundError):
             (work / name).unlink()
@@ -252,7 +245,16 @@ def _take(folder: Path, work: Path) -> bool:
 
 
 def _remove_if_unused(folder: Path) -> bool:
-    """Delete a generation no search holds; False if one does.
+    """Delete a generation no search holds; False if one does."""
+    trash = folder.with_name(f".{folder.name}.trash")
+    if not _rename_if_unused(folder, trash):
+        return False
+    shutil.rmtree(trash, ignore_errors=True)
+    return True
+
+
+def _rename_if_unused(folder: Path, target: Path) -> bool:
+    """Rename a generation no search holds to `target`; False if one does.
 
     The exclusive lock is held while the folder is renamed away, so a search
     that locks it afterwards finds it gone and looks again.
@@ -263,11 +265,9 @@ def _remove_if_unused(folder: Path) -> bool:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             return False
-        trash = folder.with_name(f".{folder.name}.trash")
-        os.replace(folder, trash)
+        os.replace(folder, target)
     finally:
         os.close(fd)
-    shutil.rmtree(trash, ignore_errors=True)
     return True
 
 
