@@ -17,12 +17,14 @@ MEANINGS = {0: "success, however stale the indexes are (that is data, not an err
 EPILOG = """output (JSON on stdout, one line unless stdout is a terminal):
   {"data_dir",
    "collections": {"personal"|"docs": {"built", "documents", "chunks", "generation",
-                   "published", "size_bytes", "age_seconds"}},
+                   "published", "size_bytes", "disk_bytes", "age_seconds"}},
    "personal_roots": [{"root", "documents", "last_indexed", "last_attempt", "last_error",
                        "changed_since_index": {"not_indexed", "changed", "gone", "examples"}}],
    "doc_sources": [{"id", "type", "name", "documents", "chunks", "version", "commit",
                     "last_indexed", "last_attempt", "last_error"}],
    "timer": {"installed", "enabled", "last_run", "last_result", "next_run"}}
+  size_bytes is the published generation; disk_bytes the whole collection, with the
+  generation kept so that the next small change need not copy the index.
   Roots are those index runs were given (else the configured ones); files are
   compared by size and mtime, as an index run does. The timer's state comes from
   `systemctl --user`; where no user manager answers it is "unknown"."""
@@ -73,7 +75,9 @@ def to_text(report: dict) -> str:
         age = collection["age_seconds"]
         where = collection.get("generation") or collection.get("server")
         lines.append(f"{name}: {collection['documents']} documents, {collection['chunks']} chunks, {where}"
-                     + (f", published {age // 3600} h {age % 3600 // 60} min ago" if age is not None else ""))
+                     + (f", published {age // 3600} h {age % 3600 // 60} min ago" if age is not None else "")
+                     + (f", {collection['size_bytes'] / 1e6:.1f} MB ({collection['disk_bytes'] / 1e6:.1f} MB on disk)"
+                        if collection.get("disk_bytes") is not None else ""))
     for root in report["personal_roots"]:
         changes = root["changed_since_index"]
         changed = changes if isinstance(changes, str) else ", ".join(f"{count} {what.replace('_', ' ')}" for what, count in changes.items()

@@ -461,3 +461,13 @@ def test_an_older_generation_that_cannot_be_brought_up_to_date_is_replaced_by_a_
     assert index(rebuilt, state_dir, "--full").code == 0
     assert comparable(data) == comparable(rebuilt)
     assert vectors_by_id(data).keys() == vectors_by_id(rebuilt).keys()
+
+
+def test_status_reports_the_disk_a_collection_takes_with_the_generation_kept_for_small_changes(state_dir, tmp_path):
+    data = tmp_path / "data"
+    two_generations(data, state_dir)
+    result = run_script("status.py", "--data-dir", data)
+    assert result.code == 0, result
+    personal_status = result.json["collections"]["personal"]
+    kept = sum(path.stat().st_size for path in (personal(data) / "generations" / "g000001").rglob("*") if path.is_file())
+    assert personal_status["disk_bytes"] >= personal_status["size_bytes"] + kept

@@ -485,11 +485,12 @@ class Store:
         return generations.published(self.settings.data_dir / self.name)[0] != self.folder.name
 
     def generation(self) -> dict:
-        """What this store reads: the generation's name, when it was published and its size on disk (None in server mode)."""
+        """What this store reads: the generation's name, when it was published and its size on disk (None in server
+        mode); and what the collection takes on disk, with the generation kept for the next small change."""
         if self.settings.server is not None:
             return {"generation": None, "server": self.settings.server.url}
         return {"generation": self.folder.name, "published": generations.published_at(self.folder),
-                "size_bytes": _folder_size(self.folder)}
+                "size_bytes": _folder_size(self.folder), "disk_bytes": _folder_size(self.settings.data_dir / self.name)}
 
     def keyword_ids(self) -> set[str]:
         """Ids of the chunks in the keyword index (to check it agrees with the vectors)."""
