@@ -75,23 +75,25 @@ def published(root: Path) -> tuple[str | None, str | None]:
 
 def published_at(folder: Path) -> str:
     """When the generation in `folder` was published (ISO time), from its marker."""
-    try:
-        return json.loads((folder / MARKER).read_text())["published"]
-    except (OSError, ValueError, KeyError, TypeError):
-        return dates.from_timestamp(folder.stat().st_mtime)[0]
+    return _marker(folder, "published") or dates.from_timestamp(folder.stat().st_mtime)[0]
 
 
 def predecessor(root: Path, name: str) -> Path | None:
     """The complete generation that generation `name` was built from, if `name` recorded what it added since."""
     folder = root / GENERATIONS / name
-    try:
-        previous = json.loads((folder / MARKER).read_text())["previous"]
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
+    previous = _marker(folder, "previous")
     if not (isinstance(previous, str) and _NAME.match(previous) and (folder / ADDED).is_file()):
         return None
     path = root / GENERATIONS / previous
     return path if (path / MARKER).is_file() else None
+
+
+def _marker(folder: Path, field: str):
+    """A field of the generation's marker; None if the marker or the field cannot be read."""
+    try:
+        return json.loads((folder / MARKER).read_text())[field]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
 
 
 def complete_generations(root: Path) -> list[str]:
