@@ -223,8 +223,13 @@ class Store:
         if self._vector_index is None and self._vectors_at is not None:
             folder, reading = self._vectors_at
             self._vectors_at = None
-            self._attach(lambda: setattr(self, "_vectors", VectorIndex.open_local(folder, self.name, reading=reading)))
+            self._attach(lambda: self._open_vectors(folder, reading))
         return self._vector_index
+
+    def _open_vectors(self, folder: Path, reading: bool) -> None:
+        self._vectors = VectorIndex.open_local(folder, self.name, reading=reading)
+        if not reading:  # an index made before EF_SEARCH takes it with the first change written to it
+            self._vectors.widen_search()
 
     @_vectors.setter
     def _vectors(self, vectors: VectorIndex | None) -> None:
@@ -731,6 +736,7 @@ class Store:
     def _open_server_for_writing(self, fresh: bool) -> None:
         data_dir = self.settings.data_dir
         self._vectors = VectorIndex.open_server(self.settings.server, self.name)
+        self._vectors.widen_search()
         self._owner = owner_id(data_dir)
         self._journal = ServerJournal(data_dir / self.name / JOURNAL_FILE, self.settings.server.url)
         pending = self._journal.pending()
