@@ -157,7 +157,7 @@ def report(figures: dict) -> str:
         ("floor of a cold search: import + graph load", f"{floor:.2f} s"),
         ("ceiling of indexing: model + adding, nothing else", f"{i['ceiling_chunks_per_s']} chunks/s"),
     ]
-    return "\n".join(["| at " + f"{figures['chunks']:,} docs chunks | |", "|---|---|", *(f"| {a} | {b} |" for a, b in rows)])
+    return "\n".join([f"| at {figures['chunks']:,} docs chunks | |", "|---|---|", *(f"| {name} | {value} |" for name, value in rows)])
 
 
 def main() -> int:

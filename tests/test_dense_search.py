@@ -11,7 +11,7 @@ from rag_search.vectors import EF_SEARCH, VectorIndex
 DEPTH = 50  # the dense candidates a search asks for (SearchOptions.depth)
 
 _SEARCH_BREADTH = """
-import json, sys
+import sys
 sys.path.insert(0, sys.argv[1])
 from pathlib import Path
 from rag_search.vectors import VectorIndex
@@ -36,7 +36,7 @@ def clustered(rng, centres: np.ndarray, count: int) -> np.ndarray:
 
 
 def test_the_dense_half_finds_the_true_nearest_chunks(tmp_path):
-    """With ChromaDB's default breadth (ef_search 100) this index gave 95.5% of the true 50 nearest, one query 84%."""
+    """With ChromaDB's default breadth (ef_search 100) this index gave about 95% of the true 50 nearest."""
     rng = np.random.default_rng(3)
     centres = rng.standard_normal((200, 384))
     vectors, queries = clustered(rng, centres, 3000), clustered(rng, centres, 30)
