@@ -36,7 +36,9 @@ from bench_speed import SCRIPTS, child_peak
 from rag_search.chunking import Chunk
 from rag_search.config import load_settings
 from rag_search.embedding import find_model, query_embedder
-from rag_search.store import CHROMA, Store
+from rag_search.local_vectors import CHROMA
+from rag_search.records import Filters
+from rag_search.store import Store
 from rag_search.vectors import VectorIndex
 
 IMPORT_ONLY = "import time; started = time.perf_counter(); import chromadb; print(time.perf_counter() - started)"
@@ -117,7 +119,7 @@ def timed_parts(embedder, vectors: VectorIndex, texts: list[str]) -> dict:
     """The model alone, ChromaDB adding alone, then both at once in two threads, on the same number of chunks."""
     rng = np.random.default_rng(1)
     warm = embedder.embed(texts[:32])
-    vectors.query(warm[0], 1, None)  # ChromaDB loads the graph before any timing
+    vectors.query(warm[0], 1, Filters())  # ChromaDB loads the graph before any timing
 
     def add(tag: str) -> float:
         unit = rng.standard_normal((len(texts), warm.shape[1])).astype(np.float32)

@@ -5,7 +5,8 @@
     root/personal/   markdown notes (front matter, headings, code fences), JSON memory records, JSONL logs
     root/git/        a folder the caller commits into a git repository (README, k8s/compose YAML, JSON configs)
     root/local/      a local folder: .txt runbook, .yaml/.yml (ansible, kubeconfig), JSON and JSONL exports
-    root/web/        HTML pages the caller serves over HTTP (index.html links guide.html)
+    root/web/        HTML pages the caller serves over HTTP (index.html links guide.html), and pages.txt: the page
+                     list to index, one of them with an access token in its URL's query
 
 and returns one `Planted` per planted string. Two sorts:
 
@@ -170,6 +171,9 @@ def generate(root: Path, seed: int = 0) -> list[Planted]:
         _local_events,
         _web_index,
         _web_guide,
+        _personal_publishing,  # added later: last, so the values above stay those of earlier runs
+        _web_status,
+        _web_pages,
     ):
         path, text = build(g)
         files[path] = text
@@ -876,6 +880,41 @@ users:
 </html>
 """
     return g.file, text
+
+
+def _personal_publishing(g: _Gen) -> tuple[str, str]:
+    g.at("personal/notes/publishing.md")
+    npm = g.plant("npmrc-legacy-auth-token", g.uuid(), "old laptop npmrc publish by hand")
+    text = f"""# Publishing by hand
+
+The two packages we still publish by hand go out from the old laptop; its npmrc has the legacy token form:
+
+```ini
+registry=https://registry.npmjs.org/
+//registry.npmjs.org/:_authToken={npm}
+```
+
+Run `npm publish --access public` from the package folder after the changelog is updated.
+"""
+    return g.file, text
+
+
+def _web_status(g: _Gen) -> tuple[str, str]:
+    g.at("web/status.html")
+    return g.file, """<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>Status board</title></head>
+<body><main><article><h1>Status board</h1>
+<p>The bluefinch status board lists the degraded services of the shop with the engineer on call for each.</p>
+<p>A service stays on the board until its error rate is back under one percent for an hour.</p>
+</article></main></body></html>
+"""
+
+
+def _web_pages(g: _Gen) -> tuple[str, str]:
+    """The pages to index; the status page's URL carries an access token (it reaches `file` and `url`)."""
+    g.at("web/pages.txt")
+    token = g.plant("url-query-token", g.mixed(ALNUM, 32), "bluefinch status board degraded services")
+    return g.file, f"index.html\nguide.html\nstatus.html?token={token}\n"
 
 
 def main() -> None:

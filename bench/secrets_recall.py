@@ -12,11 +12,17 @@ credential counts as leaked if it, or any 12-character run of it, is
   user's own repository, not the index; or
 - in a search result (text or metadata) for its context words or for its prefix.
 
-It also counts redactions per 1,000 chunks on real documentation (docs-faq, as a git or
-web source indexes it, and as strictly as personal notes are redacted) and on SciFact
-abstracts, read in place, chunked by the product: every one is a false positive.
+It also counts redactions per 1,000 chunks on real documentation (docs-faq, each of its
+14 doc sets as one git or web source indexes it, and as strictly as personal notes are
+redacted), on an API-reference corpus (bench/secrets_apidocs.py: four gateways' docs,
+full of credential-shaped examples) and on SciFact abstracts, read in place, chunked by
+the product: every one is a false positive. Documentation is redacted as the index
+writer does it: a value another document of the same source shows is a documented
+default (secrets.SourceCensus), and a document redacted before the second one showed
+it is redacted again. The real keys pasted into the API corpus must all be redacted.
 
     .venv/bin/python bench/secrets_recall.py [--seed 0] [--keep DIR] [--json FILE]
+    .venv/bin/python bench/secrets_recall.py --only-false-positives
 """
 
 import argparse
@@ -35,6 +41,7 @@ PROJECT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(PROJECT / "scripts"))
 sys.path.insert(0, str(PROJECT / "bench"))
 
+from secrets_apidocs import generate as generate_apidocs  # noqa: E402
 from secrets_corpus import credentials, generate, negatives  # noqa: E402
 
 SCRIPTS = PROJECT / "scripts"
@@ -63,7 +70,7 @@ def index_corpus(root: Path, data: Path, env: dict) -> None:
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
         base = f"http://127.0.0.1:{server.server_port}/"
-        pages = [path.name for path in (root / "web").glob("*.html")]
+        pages = (root / "web" / "pages.txt").read_text().split()
         every = "**/*"
         run("add_doc_source.py", "--id", "repo", "--name", "Repo", "--type", "git", "--url", f"file://{root / 'git'}",
             f"--glob={every}", env=env)
@@ -140,41 +147,69 @@ def search_leaks(data: Path, planted, windows: dict[str, list[str]]) -> dict[str
 
 
 def false_positives() -> dict:
-    """Redactions per 1,000 chunks on docs-faq pages and SciFact abstracts, chunked as the product chunks them."""
-    from rag_search import parsing, secrets
+    """Redactions per 1,000 chunks on docs-faq, the API-reference corpus and SciFact, chunked as the product chunks them;
+    and which of the real keys pasted into the API corpus survived."""
+    from rag_search import parsing
     from rag_search.chunking import Chunker
     from rag_search.embedding import TokenCounter, find_model
 
     model = find_model()
     chunker = Chunker(TokenCounter(model), model.max_tokens)
 
-    def count(kind: str, text: str, name: str, documentation: bool) -> tuple[int, int, list[str]]:
-        redacted, _ = secrets.redact_document(kind, text, documentation)
+    def count(name: str, redacted: str) -> tuple[int, int, list[str]]:
         try:
-            chunks = chunker.chunk(parsing.parse(kind, redacted, name).sections)
+            chunks = chunker.chunk(parsing.parse("markdown", redacted, name).sections)
         except parsing.ParseError:
             return 0, 0, []
         marked = [chunk.text for chunk in chunks if "[REDACTED:" in chunk.embed_text]
         return len(chunks), sum(chunk.embed_text.count("[REDACTED:") for chunk in chunks), marked
 
-    report = {}
-    docs = [path for path in sorted((SHARED / "docs-faq").glob("*/**/*.md*")) if path.is_file()]
+    docs: dict[str, dict[str, str]] = {}
+    for path in sorted((SHARED / "docs-faq").glob("*/**/*.md*")):
+        if path.is_file():
+            docs.setdefault(path.relative_to(SHARED / "docs-faq").parts[0], {})[str(path)] = path.read_text(errors="replace")
+    apidocs, _ = generate_apidocs()
+    with_pasted, pasted = generate_apidocs(pasted=True)
     scifact = [json.loads(line) for line in (SHARED / "scifact" / "corpus.jsonl").read_text().splitlines() if line.strip()]
-    corpora = {  # (name, documents, as documentation from a git or web source?)
-        "docs-faq": (lambda: (("markdown", path.read_text(errors="replace"), path.name) for path in docs), True),
-        "docs-faq as personal notes": (lambda: (("markdown", path.read_text(errors="replace"), path.name) for path in docs), False),
-        "scifact": (lambda: (("markdown", f"# {doc.get('title', '')}\n\n{doc.get('text', '')}", doc["_id"]) for doc in scifact), False),
+    scifact_docs = {"scifact": {doc["_id"]: f"# {doc.get('title', '')}\n\n{doc.get('text', '')}" for doc in scifact}}
+    corpora = {  # name: ({source: {file: text}}, as documentation from a git or web source?)
+        "docs-faq": (docs, True),
+        "docs-faq as personal notes": (docs, False),
+        "api-reference": (apidocs, True),
+        "api-reference as personal notes": (apidocs, False),
+        "scifact": (scifact_docs, False),
     }
-    for name, (items, documentation) in corpora.items():
+    report: dict = {}
+    for name, (sources, documentation) in corpora.items():
         chunks = redactions = 0
         samples: list[str] = []
-        for kind, text, file in items():
-            n, r, marked = count(kind, text, file, documentation)
-            chunks, redactions = chunks + n, redactions + r
-            samples += [f"{file}: {line.strip()[:160]}" for text in marked for line in text.splitlines() if "[REDACTED:" in line][:2]
+        for files in sources.values():
+            for file, redacted in redact_source(files, documentation).items():
+                n, r, marked = count(Path(file).name, redacted)
+                chunks, redactions = chunks + n, redactions + r
+                samples += [f"{Path(file).name}: {line.strip()[:160]}" for text in marked for line in text.splitlines()
+                            if "[REDACTED:" in line][:2]
         report[name] = {"chunks": chunks, "redactions": redactions, "per_1000_chunks": round(1000 * redactions / max(chunks, 1), 2),
                         "samples": samples[:40]}
+    shown = "\n".join(text for files in with_pasted.values() for text in redact_source(files, True).values())
+    report["api-reference pasted keys"] = {"pasted": len(pasted), "leaked": sum(value in shown for value in pasted)}
     return report
+
+
+def redact_source(files: dict[str, str], documentation: bool) -> dict[str, str]:
+    """{file: text redacted} for one source's documents, as the index writer redacts them (indexer.IndexWriter)."""
+    from rag_search import secrets
+
+    census = secrets.SourceCensus()
+
+    def redacted(file: str) -> str:
+        documented = census.documented(file) if documentation else None
+        return secrets.redact_document("markdown", files[file], documentation, documented)[0]
+
+    out = {file: redacted(file) for file in files}
+    for file in census.flipped():
+        out[file] = redacted(file)
+    return out
 
 
 def main() -> int:
@@ -183,7 +218,13 @@ def main() -> int:
     parser.add_argument("--keep", type=Path, help="work here and keep the corpus and data dir")
     parser.add_argument("--json", type=Path, help="also write the report to this file")
     parser.add_argument("--skip-false-positives", action="store_true", help="only the leak check")
+    parser.add_argument("--only-false-positives", action="store_true", help="only the false positives (no index run)")
     args = parser.parse_args()
+    if args.only_false_positives:
+        report = false_positives()
+        for name, row in report.items():
+            print(f"{name}: {json.dumps(row) if 'pasted' in row else _line(row)}")
+        return 1 if report["api-reference pasted keys"]["leaked"] else 0
 
     import os
 
@@ -214,11 +255,16 @@ def main() -> int:
     print(f"{report['credentials']} credentials of {report['kinds']} kinds: {report['leaked']} leaked; "
           f"{report['negatives'] - len(report['negatives_lost'])}/{report['negatives']} hard negatives kept")
     for name, row in report.get("false_positives", {}).items():
-        print(f"{name}: {row['redactions']} redactions in {row['chunks']} chunks = {row['per_1000_chunks']} per 1,000 chunks")
+        print(f"{name}: {json.dumps(row) if 'pasted' in row else _line(row)}")
     print(json.dumps(report))
     if args.json:
         args.json.write_text(json.dumps(report, indent=2))
-    return 1 if report["leaked"] else 0
+    pasted = report.get("false_positives", {}).get("api-reference pasted keys", {}).get("leaked", 0)
+    return 1 if report["leaked"] or pasted else 0
+
+
+def _line(row: dict) -> str:
+    return f"{row['redactions']} redactions in {row['chunks']} chunks = {row['per_1000_chunks']} per 1,000 chunks"
 
 
 if __name__ == "__main__":

@@ -3,7 +3,6 @@
 
 import argparse
 import logging
-import shutil
 import sys
 
 from rag_search.cli import use_project_venv
@@ -11,7 +10,7 @@ from rag_search.cli import use_project_venv
 use_project_venv()
 
 from rag_search import cli  # noqa: E402
-from rag_search.errors import EXIT_PARTIAL, ConfigError, IndexNotBuilt  # noqa: E402
+from rag_search.errors import EXIT_PARTIAL, ConfigError, IndexNotBuilt, RagSearchError, UsageError  # noqa: E402
 
 log = logging.getLogger("rag_search")
 
@@ -26,9 +25,10 @@ EPILOG = """examples:
   add_doc_source.py --remove argocd
 
 fields: git needs --url (https, ssh, git or file; --path folder in the repository,
---glob relative to it, default **/*.md; --version tag, branch or commit, default the
-default branch); web needs --base-url and --pages (relative to it) or --sitemap;
-local needs --path (a folder). Ids are slugs: a-z, 0-9, ".", "_", "-".
+--glob relative to it, default **/*.md and **/*.mdx; --version tag, branch or commit,
+default the default branch); web needs --base-url and --pages (relative to it) or
+--sitemap; local needs --path (a folder), --glob as for git. Ids are slugs: a-z, 0-9,
+".", "_", "-".
 
 registry, first found wins: --sources > RAG_SEARCH_SOURCES > references/sources.json.
 stdout: one JSON document describing what was done."""
@@ -48,7 +48,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--type", choices=["git", "web", "local"])
     parser.add_argument("--url", help="git: repository URL")
     parser.add_argument("--path", help="git: folder in the repository; local: folder on disk")
-    parser.add_argument("--glob", help="git/local: files to index, relative to --path (default **/*.md)")
+    parser.add_argument("--glob", help="git/local: files to index, relative to --path (default **/*.md and **/*.mdx)")
     parser.add_argument("--version", help="git: tag, branch or commit (default: the default branch)")
     parser.add_argument("--base-url", dest="base_url", help="web: the documentation's base URL")
     parser.add_argument("--pages", nargs="+", metavar="PAGE", help="web: pages relative to --base-url (space or comma separated)")
@@ -74,7 +74,7 @@ def dispatch(args: argparse.Namespace) -> int:
     if args.remove:
         return remove(args.remove, settings)
     if not args.id:
-        raise ConfigError("--id is required to add or update a source", hint="see add_doc_source.py --help")
+        raise UsageError("--id is required to add or update a source", hint="see add_doc_source.py --help")
     return add_or_update(args, settings)
 
 
@@ -99,13 +99,19 @@ def add_or_update(args: argparse.Namespace, settings) -> int:
         result.update(action="updated" if args.update else "added", source=reg.describe(args.id), spec=spec)
 
     before = registry.load(settings.registry)
+    check_given(args, fields, before)
     previous = before.describe(args.id) if before.get(args.id) is not None else None
     registry.update(settings.registry, change)
     spec = result.pop("spec")
     result["registry"] = str(settings.registry)
     code = 0
     if args.index:
-        result["index"] = index_one(args, settings, spec)
+        try:
+            result["index"] = index_one(args, settings, spec)
+        except RagSearchError:
+            if not args.keep_on_failure:
+                undo(settings.registry, args.id, previous)
+            raise
         if result["index"]["status"] != "ok":
             code = EXIT_PARTIAL
             if not args.keep_on_failure:
@@ -113,6 +119,18 @@ def add_or_update(args: argparse.Namespace, settings) -> int:
                 result["action"] = "restored" if previous else "not added"
     cli.emit_json(result)
     return code
+
+
+def check_given(args: argparse.Namespace, fields: dict, reg) -> None:
+    """The source as this command would leave it, checked before the registry is touched: a bad flag is the command
+    line's fault (exit 2), not the registry file's (which would name "sources.json: source #3")."""
+    from rag_search.specs import spec_from_entry
+
+    entry = {**(reg.describe(args.id) if args.update else {}), "id": args.id, **fields}
+    try:
+        spec_from_entry(entry, "the source given")
+    except ConfigError as exc:
+        raise UsageError(exc.message, hint='fix the flag it names ("base_url" is --base-url); see add_doc_source.py --help') from None
 
 
 def undo(registry_file, source_id: str, previous: dict | None) -> None:
@@ -131,9 +149,9 @@ def undo(registry_file, source_id: str, previous: dict | None) -> None:
 
 def index_one(args: argparse.Namespace, settings, spec) -> dict:
     from rag_search.runs import index_run
-    from rag_search.sources.docs import COLLECTION, index_sources, record_runs
+    from rag_search.sources.docs import COLLECTION, index_sources, record_runs, sources_left_out
 
-    with index_run(settings, COLLECTION) as run:
+    with index_run(settings, COLLECTION, left_out=lambda indexed: sources_left_out(indexed, {spec.id})) as run:
         summaries = index_sources(run.store, run.pipeline, [spec], settings, quiet=args.quiet)
     record_runs(settings.registry, summaries)
     return summaries[0]
@@ -167,20 +185,21 @@ def list_sources(settings) -> int:
 
 def remove(source_id: str, settings) -> int:
     from rag_search import registry
+    from rag_search.datadir import DataDir
     from rag_search.runs import index_run
-    from rag_search.sources.docs import COLLECTION, cache_dir
+    from rag_search.sources.docs import COLLECTION
     from rag_search.store import Store
 
     reg = registry.load(settings.registry)
     chunks_removed = 0
     known_in_index = False
     if Store.is_built(settings, COLLECTION):
-        with index_run(settings, COLLECTION) as run:
+        with index_run(settings, COLLECTION, embeds=False) as run:
             known_in_index = source_id in run.store.source_ids()
             chunks_removed = run.store.remove_source(source_id)
     if reg.get(source_id) is None and not known_in_index:
         raise ConfigError(f"no source with id {source_id!r} in {settings.registry} or in the index", hint="see add_doc_source.py --list")
-    shutil.rmtree(cache_dir(settings.data_dir, source_id), ignore_errors=True)
+    DataDir(settings.data_dir).remove_source_folder(source_id)
     if reg.get(source_id) is not None:
         registry.update(settings.registry, lambda current: current.remove(source_id))
     cli.emit_json({"action": "removed", "id": source_id, "chunks_removed": chunks_removed, "registry": str(settings.registry)})

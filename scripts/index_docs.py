@@ -51,8 +51,9 @@ def main(argv: list[str] | None = None) -> int:
 
 def index(args: argparse.Namespace) -> int:
     from rag_search import registry
+    from rag_search.progress import ROUTINE
     from rag_search.runs import index_run
-    from rag_search.sources.docs import COLLECTION, index_sources, prune_sources, record_runs
+    from rag_search.sources.docs import COLLECTION, index_sources, prune_sources, record_runs, sources_left_out
 
     started = time.monotonic()
     settings = cli.settings(args)
@@ -62,7 +63,7 @@ def index(args: argparse.Namespace) -> int:
     if args.all:
         selected = reg.sources
         if not selected:
-            log.warning("no doc sources registered in %s (add one with add_doc_source.py)", settings.registry)
+            log.warning("no doc sources registered in %s (add one with add_doc_source.py)", settings.registry, extra=ROUTINE)
     else:
         unknown = [source_id for source_id in args.source if reg.get(source_id) is None]
         if unknown:
@@ -71,13 +72,13 @@ def index(args: argparse.Namespace) -> int:
             )
         selected = [reg.get(source_id) for source_id in dict.fromkeys(args.source)]
 
-    rebuild = args.full and args.all
-    with index_run(settings, COLLECTION, fresh=rebuild) as run:
-        run.store.prepare(run.pipeline.fingerprint)  # the collection exists (with this model's fingerprint) even with no sources
+    chosen = {spec.id for spec in selected}
+    with index_run(settings, COLLECTION, fresh=args.full and args.all,
+                   left_out=lambda indexed: [] if args.all else sources_left_out(indexed, chosen)) as run:
         summaries = index_sources(run.store, run.pipeline, selected, settings, full=args.full, allow_shrink=args.allow_shrink,
                                   quiet=args.quiet)
         failed = [summary["id"] for summary in summaries if summary["status"] != "ok"]
-        if rebuild and failed and not args.allow_shrink:
+        if run.store.replacing and failed and not args.allow_shrink:
             raise SourceFailed(f"the rebuild could not index {', '.join(failed)}, so it was not published and nothing was lost",
                                hint="fix or remove those sources and rerun, or pass --allow-shrink to publish the rebuild without them")
         removed = prune_sources(run.store, settings.data_dir, {spec.id for spec in reg.sources}) if args.all else []

@@ -52,7 +52,17 @@ def main(argv: list[str] | None = None) -> int:
 def index(args: argparse.Namespace) -> int:
     from rag_search.errors import one_line
     from rag_search.runs import index_run
-    from rag_search.sources.personal import COLLECTION, choose_roots, index_personal, record_runs, recorded_roots, remember_roots
+    from rag_search.sources.personal import (
+        COLLECTION,
+        check_rebuild,
+        choose_roots,
+        index_personal,
+        left_out,
+        record_runs,
+        recorded_roots,
+        remember_roots,
+        roots_left_out,
+    )
 
     settings = cli.settings(args, roots=args.roots)
     for warning in settings.warnings:
@@ -60,12 +70,16 @@ def index(args: argparse.Namespace) -> int:
     recorded = recorded_roots(settings)
     if args.forget:
         return forget(settings, recorded, args.forget)
-    roots, missing, origin = choose_roots(settings, recorded)
+    roots, missing, origin = choose_roots(settings, recorded, full=args.full)
     log.info("using roots from %s: %s", origin, ", ".join(str(root) for root in roots))
     try:
-        with index_run(settings, COLLECTION, fresh=args.full) as run:
+        with index_run(settings, COLLECTION, fresh=args.full, left_out=lambda indexed: left_out(indexed, roots, settings)) as run:
+            if run.store.replacing:
+                check_rebuild(roots_left_out(recorded, roots, missing), allowed=args.allow_shrink)
             summary = index_personal(run.store, run.pipeline, roots, settings, full=args.full, allow_shrink=args.allow_shrink,
                                      quiet=args.quiet)
+            if run.store.replacing:
+                check_rebuild([failure["root"] for failure in summary["failed_roots"]], allowed=args.allow_shrink)
             remember_roots(run.store, [*recorded, *roots])
     except Exception as exc:
         record_runs(settings.data_dir, roots, {}, error=one_line(exc))
@@ -79,13 +93,15 @@ def index(args: argparse.Namespace) -> int:
 def forget(settings, recorded: list, roots: list[str]) -> int:
     from rag_search.config import expand
     from rag_search.runs import index_run
-    from rag_search.sources.personal import COLLECTION, forget_root
+    from rag_search.sources.personal import COLLECTION, forget_root, forget_runs, recorded_runs
 
     removed, forgotten = 0, [expand(root) for root in roots]
-    with index_run(settings, COLLECTION) as run:
+    reported = recorded_runs(settings.data_dir)
+    with index_run(settings, COLLECTION, embeds=False) as run:
         for root in forgotten:
-            removed += forget_root(run.store, root, recorded)
+            removed += forget_root(run.store, root, recorded, str(root) in reported)
             recorded = [path for path in recorded if path != root]
+    forget_runs(settings.data_dir, forgotten)
     cli.emit_json({"forgotten": [str(root) for root in forgotten], "chunks_removed": removed,
                    "roots": [str(root) for root in recorded], "published": run.published})
     return 0

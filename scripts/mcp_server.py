@@ -23,7 +23,12 @@ tools (each returns the same JSON as the script named):
   status        what is indexed and how fresh (status.py)
   memory_list   since, type, tag, loop_id (memory.py list)
   memory_query  text, top_k, since, type, tag, loop_id (memory.py query)
-  memory_add    type, lesson, context, tags, confidence, loop_id (memory.py add: indexed at once)
+  memory_add    type, lesson, context, tags, confidence, loop_id, iteration, id (memory.py add:
+                indexed at once; the same call twice records one entry)
+  memory_remove ids, confirm (memory.py remove)
+  memory_update id, lesson, type, context, tags, confidence, confirm (memory.py update)
+memory_remove and memory_update change nothing unless confirm is true (a tool cannot prompt:
+confirm: true is memory.py's --yes); without it they answer with what they would change.
 Errors come back as tool errors whose text is {"error": {"code", "type", "message", "hint"}}.
 
 The model and the open index stay loaded between calls; before each call, a

@@ -9,33 +9,52 @@ from rag_search.cli import use_project_venv
 use_project_venv()
 
 from rag_search import cli  # noqa: E402
+from rag_search.config import DEFAULT_WAIT_SECONDS  # noqa: E402
 from rag_search.errors import EXIT_CONFIG  # noqa: E402
 
-EXIT_CODES = (0, 1, 2, 3, 4, 5, 6, 7, 8)
-MEANINGS = {3: "query: the personal index has not been built yet",
-            6: "the memory file is missing or not a memory file, or clear without --yes (nothing was deleted)",
-            8: "add, clear: another index run held the personal index too long (the wait setting)"}
+EXIT_CODES = (0, 1, 2, 3, 4, 5, 6, 7)
+MEANINGS = {2: "bad command line: also a blank lesson or type, an unknown id, an --id taken by another entry",
+            3: "query: the personal index has not been built yet",
+            6: "the memory file is missing or not a memory file, or remove, update or clear without --yes (nothing was changed)"}
 
 EPILOG = """subcommands:
-  list   entries of the memory file and of any other indexed memory file, newest first
-  query  hybrid search (meaning and keywords) over memory records, through the personal index
-  add    append a well-formed entry (generated id and createdAt) atomically, and index it at once
-  clear  delete entries (of --loop-id, and/or created --before DATE; else all); without --yes it
-         prints what it would delete and exits 6; with --yes a backup is written beside the file first
+  list    entries of the memory file and of any other indexed memory file, newest first
+  query   hybrid search (meaning and keywords) over memory records, through the personal index
+  add     record an entry (createdAt now) atomically, and index it at once; the same add twice records it once
+  remove  delete entries by id
+  update  change an entry's lesson, type, context, tags or confidence by id (its id and createdAt stay)
+  clear   delete entries (of --loop-id, and/or created --before DATE; else all)
+
+remove, update and clear reach every entry list shows: the memory file's, and those of other memory
+files the personal index holds (a file that is one entry is deleted; others are rewritten in their
+shape). Without --yes they print what they would change and exit 6; with --yes each file changed is
+first copied beside itself (<name>.<time>.bak), and the files are reindexed at once.
+
+add's id: --id, else mem_ and a hash of type, lesson, context, loop id and iteration, so a retried add
+finds its entry instead of adding a second ("created": false; tags and confidence are not part of the
+hash: change them with update). An --id taken by an entry that says something else is refused (exit 2).
+add, remove, update and clear write the files whatever happens to the indexing: "indexed" says whether
+the index follows; if not (another index run held it past --wait, an index to rebuild first), "reindex"
+says why, and a retried add indexes it.
 
 memory file, first found wins: --memory-file > RAG_SEARCH_MEMORY_FILE > "memory_file" in the
 config file > <first personal root>/memory/memory.json. It holds a JSON array of entries:
   {"id", "loopId", "iteration", "createdAt", "type", "lesson", "context", "tags", "confidence"}
 
-stdout: JSON ({"memory_file", "entries": [...]} for list and query; {"added"} for add;
-{"deleted", "remaining", "backup"} for clear); --format text prints a table for people."""
+stdout: JSON ({"memory_file", "entries": [...]} for list and query; {"added", "created", "indexed"} for
+add; {"removed"|"updated"|"deleted", "entries", "files": [{"file", "entries", "action", "backup"}],
+"backup", "indexed"} for remove, update, clear, and "would_remove"|"would_update"|"would_delete" without
+--yes); --format text prints a table for people."""
+
+WAIT_HELP = ("how long to wait for an index run that holds the personal index before leaving the change unindexed "
+             f'("indexed": false; default {DEFAULT_WAIT_SECONDS:g})')
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = cli.make_parser("memory.py", __doc__, EPILOG, EXIT_CODES, MEANINGS)
     parser.add_argument("--memory-file", metavar="PATH", help="the memory file (default: see below)")
     parser.add_argument("--format", choices=["json", "text"], default="json", help="json for agents (default), text for people")
-    commands = parser.add_subparsers(dest="command", required=True, metavar="{list,query,add,clear}")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="{list,query,add,remove,update,clear}")
     listing = commands.add_parser("list", help="entries, newest first")
     query = commands.add_parser("query", help="search memory records by meaning and keywords")
     query.add_argument("text", help="what to look for")
@@ -45,20 +64,34 @@ def build_parser() -> argparse.ArgumentParser:
         sub.add_argument("--type", action="append", dest="types", metavar="TYPE", help="only this type (repeatable)")
         sub.add_argument("--loop-id", metavar="ID", help="only entries of this loop")
         sub.add_argument("--tag", action="append", dest="tags", metavar="TAG", help="only entries with this tag (repeatable: all)")
-    add = commands.add_parser("add", help="record an entry and index it at once")
+    add = commands.add_parser("add", help="record an entry and index it at once (a retry does not duplicate it)")
+    add.add_argument("--id", dest="entry_id", metavar="ID", help="the entry's id (default: derived from what it says)")
     add.add_argument("--type", required=True, dest="kind", metavar="TYPE", help="lesson_learned, failure_pattern, success_pattern…")
     add.add_argument("--lesson", required=True, help="what was learned, in one sentence")
-    add.add_argument("--context", help="where it came from (a file, a task)")
-    add.add_argument("--tags", help="comma-separated tags")
-    add.add_argument("--confidence", type=float, metavar="0-1", help="how sure, 0 to 1")
+    _entry_fields(add)
     add.add_argument("--loop-id", metavar="ID", help="the loop that learned it")
     add.add_argument("--iteration", type=int, metavar="N", help="the loop's iteration")
+    remove = commands.add_parser("remove", help="delete entries by id (needs --yes)")
+    remove.add_argument("ids", nargs="+", metavar="ID", help="an entry's id (list shows them)")
+    update = commands.add_parser("update", help="change an entry by id (needs --yes)")
+    update.add_argument("entry_id", metavar="ID", help="the entry's id (list shows them)")
+    update.add_argument("--type", dest="kind", metavar="TYPE", help="a new type")
+    update.add_argument("--lesson", help="a new lesson")
+    _entry_fields(update, " ('' removes it)", " ('' clears them)")
     clear = commands.add_parser("clear", help="delete entries (needs --yes)")
     clear.add_argument("--loop-id", metavar="ID", help="only entries of this loop")
     clear.add_argument("--before", type=cli.date_bound, metavar="DATE", help="only entries created before DATE")
-    clear.add_argument("--yes", action="store_true", help="really delete (a backup is written first)")
+    for sub in (remove, update, clear):
+        sub.add_argument("--yes", action="store_true", help="really change the files (each is backed up first)")
+    for sub in (add, remove, update, clear):
+        sub.add_argument("--wait", type=float, default=DEFAULT_WAIT_SECONDS, metavar="SECONDS", help=WAIT_HELP)
     return parser
 
+
+def _entry_fields(sub: argparse.ArgumentParser, blank_context: str = "", blank_tags: str = "") -> None:
+    sub.add_argument("--context", help=f"where it came from (a file, a task){blank_context}")
+    sub.add_argument("--tags", help=f"comma-separated tags{blank_tags}")
+    sub.add_argument("--confidence", type=cli.number_in(0.0, 1.0, float), metavar="0-1", help="how sure, 0 to 1")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -105,29 +138,50 @@ def do_query(args, settings) -> int:
 def do_add(args, settings) -> int:
     from rag_search import memory
 
-    tags = (args.tags or "").split(",")
-    entry, published = memory.record(settings, args.kind, args.lesson, args.context, tags, args.confidence, args.loop_id, args.iteration)
-    _emit(args, {"added": entry, "memory_file": str(settings.memory_file), "indexed": published})
+    tags = args.tags.split(",") if args.tags is not None else None
+    answer = memory.record(settings, args.kind, args.lesson, args.context, tags, args.confidence, args.loop_id, args.iteration,
+                           args.entry_id)
+    if "reindex" in answer:
+        print(f"note: the entry is in {settings.memory_file}, but not indexed yet: {answer['reindex']}", file=sys.stderr)
+    _emit(args, answer)
     return 0
+
+
+def do_remove(args, settings) -> int:
+    from rag_search import memory_edits
+
+    return _edited(args, memory_edits.remove(settings, args.ids, apply=args.yes), "removed")
+
+
+def do_update(args, settings) -> int:
+    from rag_search import memory_edits
+
+    tags = args.tags.split(",") if args.tags is not None else None
+    return _edited(args, memory_edits.update(settings, args.entry_id, args.kind, args.lesson, args.context, tags, args.confidence,
+                                             apply=args.yes), "updated")
 
 
 def do_clear(args, settings) -> int:
-    from rag_search import memory
+    from rag_search import memory_edits
 
-    path = settings.memory_file
-    doomed, kept, backup = memory.clear_entries(path, args.loop_id, args.before, apply=args.yes)
+    return _edited(args, memory_edits.clear(settings, args.loop_id, args.before, apply=args.yes), "deleted")
+
+
+def _edited(args, answer: dict, done: str) -> int:
+    """Print what remove, update or clear did; without --yes, what they would do, and exit 6 (nothing was changed)."""
     if not args.yes:
-        _emit(args, {"would_delete": len(doomed), "entries": [_entry_json(memory.Entry(e, str(path))) for e in doomed],
-                     "memory_file": str(path), "hint": "rerun with --yes to delete them (a backup is written first)"})
-        print(f"error: {len(doomed)} entries would be deleted; nothing was (hint: add --yes)", file=sys.stderr)
+        count = answer[PREVIEWS[done]]
+        _emit(args, {**answer, "hint": "rerun with --yes to apply it (each file changed is backed up first)"})
+        print(f"error: {count} entries would be {done}; nothing was (hint: add --yes)", file=sys.stderr)
         return EXIT_CONFIG
-    if doomed:
-        memory.reindex(settings)
-    _emit(args, {"deleted": len(doomed), "remaining": len(kept), "backup": str(backup) if backup else None, "memory_file": str(path)})
+    if "reindex" in answer:
+        print(f"note: the files are changed, but not indexed yet: {answer['reindex']}", file=sys.stderr)
+    _emit(args, answer)
     return 0
 
 
-COMMANDS = {"list": do_list, "query": do_query, "add": do_add, "clear": do_clear}
+PREVIEWS = {"removed": "would_remove", "updated": "would_update", "deleted": "would_delete"}
+COMMANDS = {"list": do_list, "query": do_query, "add": do_add, "remove": do_remove, "update": do_update, "clear": do_clear}
 
 
 def _filters(args):
@@ -144,15 +198,17 @@ def _emit(args, payload: dict) -> None:
     if args.format == "json":
         cli.emit_json(payload)
         return
-    rows = payload.get("entries") or ([payload["added"]] if "added" in payload else [])
+    rows = [row.get("after", row) for row in payload.get("entries") or ([payload["added"]] if "added" in payload else [])]
     print(f"{len(rows)} entries · {payload.get('memory_file', '')}")
     print(f"{'ID':<18} {'Type':<16} {'Loop':<10} {'Iter':>4}  {'Date':<10}  Lesson")
     for row in rows:
         print(f"{str(row.get('id', '')):<18} {str(row.get('type', '')):<16} {str(row.get('loopId', '')):<10} "
               f"{str(row.get('iteration', '')):>4}  {str(row.get('createdAt', ''))[:10]:<10}  {row.get('lesson', '')}")
-    for key in ("deleted", "remaining", "backup", "would_delete"):
+    for key in ("created", *PREVIEWS, *PREVIEWS.values(), "remaining", "backup", "indexed", "reindex"):
         if key in payload:
             print(f"{key}: {payload[key]}")
+    for change in payload.get("files", []):
+        print(f"{change['action']}: {change['file']}" + (f" (backup {change['backup']})" if change["backup"] else ""))
 
 
 if __name__ == "__main__":

@@ -12,7 +12,7 @@ from rag_search import cli  # noqa: E402
 
 EXIT_CODES = (0, 1, 2, 3, 4, 5, 6, 7)
 MEANINGS = {0: "success (an empty result list is success)",
-            2: "bad command line: a bad flag or value, an empty query, an unknown --source id",
+            2: "bad command line: a bad flag or value (an empty --source, --type or --tag), an empty query, an unknown --source id",
             6: "bad input: the config file", 7: "store cannot be opened (damaged: the message names the rebuild)"}
 
 EPILOG = """output (JSON on stdout, one line unless stdout is a terminal):
@@ -26,6 +26,7 @@ EPILOG = """output (JSON on stdout, one line unless stdout is a terminal):
   (vector) rankings by reciprocal rank fusion, so an exact identifier can rank above a
   chunk with a higher score. --explain adds each stage's ranks and scores.
   No match is not an error: exit 0 with an empty "results" list.
+  truncated: --max-tokens left results out (or cut the first one's chunk).
   A query that starts with "-" goes after "--": search.py -- "-v flag".
   Read a whole file or a chunk with its neighbours: get.py FILE_OR_ID.
 
@@ -43,36 +44,28 @@ and tags; notes carry the tags of their front matter. Tags match whole and ignor
 case and a leading '#'. All filters combine, in every --mode."""
 
 
-def number_in(low: float, high: float, kind=int):
-    def parse(value: str):
-        number = kind(value)
-        if not low <= number <= high:
-            raise argparse.ArgumentTypeError(f"must be between {low} and {high}")
-        return number
-
-    return parse
-
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = cli.make_parser("search.py", __doc__, EPILOG, EXIT_CODES, MEANINGS)
     parser.add_argument("query", help="what to look for, in plain words or exact identifiers")
     parser.add_argument("--index", choices=["personal", "docs", "all"], default="all", help="which collection to search (default: all)")
-    parser.add_argument("--top-k", type=number_in(1, 100), default=5, metavar="N", help="number of results, 1-100 (default: 5)")
+    parser.add_argument("--top-k", type=cli.number_in(1, 100), default=5, metavar="N", help="number of results, 1-100 (default: 5)")
     parser.add_argument("--mode", choices=["hybrid", "dense", "lexical"], default="hybrid", help="ranking (default: hybrid)")
-    parser.add_argument("--source", action="append", metavar="ID", help="only this source: 'personal' or a doc source id (repeatable)")
+    parser.add_argument("--source", action="append", type=cli.non_empty, metavar="ID",
+                        help="only this source: 'personal' or a doc source id (repeatable)")
     parser.add_argument("--since", type=cli.date_bound, metavar="DATE", help="only chunks dated on or after DATE")
     parser.add_argument("--until", type=cli.date_bound, metavar="DATE", help="only chunks dated on or before DATE")
-    parser.add_argument("--type", action="append", dest="types", metavar="TYPE",
+    parser.add_argument("--type", action="append", dest="types", type=cli.non_empty, metavar="TYPE",
                         help="only records of this type, e.g. decision, lesson_learned (repeatable: any of them)")
-    parser.add_argument("--tag", action="append", dest="tags", metavar="TAG",
+    parser.add_argument("--tag", action="append", dest="tags", type=cli.non_empty, metavar="TAG",
                         help="only records and notes carrying this whole tag (repeatable: every one of them)")
-    parser.add_argument("--min-score", type=number_in(0.0, 1.0, float), metavar="S", help="drop results whose score is below S (0-1)")
-    parser.add_argument("--per-file", type=number_in(0, 100), default=2, metavar="N",
+    parser.add_argument("--min-score", type=cli.number_in(0.0, 1.0, float), metavar="S", help="drop results whose score is below S (0-1)")
+    parser.add_argument("--per-file", type=cli.number_in(0, 100), default=2, metavar="N",
                         help="at most N chunks per file (default 2, 0 = no limit)")
-    parser.add_argument("--max-tokens", type=number_in(1, 10_000_000), metavar="N", help="stop adding results at about N tokens of text")
+    parser.add_argument("--max-tokens", type=cli.number_in(1, 10_000_000), metavar="N",
+                        help="at most about N tokens of answer as printed (4 characters a token): later results are left out, "
+                             "and a first result too long alone is cut; truncated says so")
     parser.add_argument("--metadata-only", action="store_true", help="paths, titles, scores and metadata; no chunk text")
-    parser.add_argument("--recency-half-life", type=number_in(0.01, 1e6, float), metavar="DAYS",
+    parser.add_argument("--recency-half-life", type=cli.number_in(0.01, 1e6, float), metavar="DAYS",
                         help="rank newer personal chunks higher; age DAYS halves the boost (default: config recency_half_life_days)")
     parser.add_argument("--rerank", action="store_true", help="reorder the top candidates with a local cross-encoder, if one is configured")
     parser.add_argument("--explain", action="store_true", help="add each result's ranks and scores per stage")
@@ -114,7 +107,6 @@ def search(args: argparse.Namespace) -> int:
         tags=args.tags,
         min_score=args.min_score,
         per_file=args.per_file,
-        max_tokens=args.max_tokens,
         recency_half_life_days=settings.recency_half_life_days,
     )
     rerank_model = None
@@ -135,12 +127,13 @@ def search(args: argparse.Namespace) -> int:
             for store in stores.values():
                 store.close()
 
-    stale = freshen(settings) if args.index != "docs" and settings.server is None and not args.no_refresh else None
+    stale = freshen(settings) if args.index != "docs" and not args.no_refresh else None
     # The parent embeds the query while the child opens ChromaDB (half a second of imports).
     result = run_isolated(read_index, lambda: query_embedder(settings.data_dir, model, settings.embedding).embed([args.query])[0])
     payload = output.result_payload(result, metadata_only=args.metadata_only, explain=args.explain, verbose=args.verbose)
     if stale:
         payload["stale"] = stale
+    payload = output.within_budget(payload, args.max_tokens)
     print(cli.to_json(payload) if args.format == "json" else output.to_text(payload))
     return 0
 

@@ -11,22 +11,26 @@ use_project_venv()
 from rag_search import cli  # noqa: E402
 
 EXIT_CODES = (0, 1, 2, 6, 7)
-MEANINGS = {0: "success, however stale the indexes are (that is data, not an error)",
-            6: "bad input: the config file or sources.json", 7: "store cannot be opened (damaged: the message names the rebuild)"}
+MEANINGS = {0: "success, however stale the indexes are, and with a registry it cannot read (see doc_sources)",
+            6: "bad input: the config file", 7: "store cannot be opened (damaged: the message names the rebuild)"}
 
 EPILOG = """output (JSON on stdout, one line unless stdout is a terminal):
   {"data_dir",
    "collections": {"personal"|"docs": {"built", "documents", "chunks", "generation",
                    "published", "size_bytes", "disk_bytes", "age_seconds"}},
    "personal_roots": [{"root", "documents", "last_indexed", "last_attempt", "last_error",
+                       "skipped": [{"file", "reason"}], "skipped_count",
                        "changed_since_index": {"not_indexed", "changed", "gone", "examples"}}],
    "doc_sources": [{"id", "type", "name", "documents", "chunks", "version", "commit",
-                    "last_indexed", "last_attempt", "last_error"}],
+                    "last_indexed", "last_attempt", "last_error"}]
+                  or, when the registry cannot be read (bad JSON, a bad entry):
+                  {"registry", "error", "hint", "indexed": [{"id", "documents", "chunks"}]},
    "timer": {"installed", "enabled", "last_run", "last_result", "next_run"}}
   size_bytes is the published generation; disk_bytes the whole collection, with the
   generation kept so that the next small change need not copy the index.
   Roots are those index runs were given (else the configured ones); files are
-  compared by size and mtime, as an index run does. The timer's state comes from
+  compared by size and mtime, as an index run does. skipped: the first 50 files the
+  runs left out, with why; a file skipped as it is now is no change since the index. The timer's state comes from
   `systemctl --user`; where no user manager answers it is "unknown"."""
 
 
@@ -83,8 +87,14 @@ def to_text(report: dict) -> str:
         changed = changes if isinstance(changes, str) else ", ".join(f"{count} {what.replace('_', ' ')}" for what, count in changes.items()
                                                                       if what != "examples")
         lines.append(f"root {root['root']}: {root['documents']} documents, last indexed {root['last_indexed'] or 'never'}"
-                     + (f", last error: {root['last_error']}" if root["last_error"] else "") + f"; on disk since: {changed}")
-    for source in report["doc_sources"]:
+                     + (f", last error: {root['last_error']}" if root["last_error"] else "")
+                     + (f", {root['skipped_count']} skipped (e.g. {root['skipped'][0]['file']}: {root['skipped'][0]['reason']})"
+                        if root["skipped"] else "") + f"; on disk since: {changed}")
+    sources = report["doc_sources"]
+    if isinstance(sources, dict):  # the registry cannot be read
+        lines.append(f"registry {sources['registry']}: {sources['error']} (hint: {sources['hint']})")
+        sources = sources["indexed"]
+    for source in sources:
         lines.append(f"source {source['id']}: {source['documents']} documents, last indexed {source.get('last_indexed') or 'never'}"
                      + (f", last error: {source['last_error']}" if source.get("last_error") else ""))
     timer = report["timer"]

@@ -4,6 +4,7 @@ Tests use real parts: ChromaDB on disk in tmp dirs, the real model, the
 scripts run as subprocesses from another working directory.
 """
 
+import contextlib
 import http.client
 import json
 import os
@@ -103,6 +104,47 @@ def store_contents(data_dir: Path, collection: str = "personal", server: str | N
     return json.loads(completed.stdout)
 
 
+def server_collection(collection: str, embedding: str = "int8") -> str:
+    """The Chroma server collection this install's scripts use for `collection` (its name carries the fingerprint)."""
+    from rag_search.embedding import find_model
+    from rag_search.server_vectors import collection_name
+    from rag_search.store import fingerprint
+
+    return collection_name(collection, fingerprint(find_model(), embedding))
+
+
+_AGE_VECTORS = """
+import json, sys
+sys.path.insert(0, sys.argv[1])
+from pathlib import Path
+from rag_search.vectors import FINGERPRINT_KEY, VectorIndex
+folder, name, changes = Path(sys.argv[2]), sys.argv[3], json.loads(sys.argv[4])
+vectors = VectorIndex.open_local(folder, name)
+stored = vectors.fingerprint()
+if stored is not None:
+    vectors.collection.modify(metadata={FINGERPRINT_KEY: json.dumps({**stored, **changes})})
+vectors.close()
+"""
+
+
+def published_folder(data: Path, collection: str) -> Path:
+    root = data / collection
+    return root / "generations" / (root / "CURRENT").read_text().strip()
+
+
+def age_index(data: Path, collection: str, **changes) -> None:
+    """Make the published index look built by another version (or model): its stored fingerprint gets `changes`."""
+    import sqlite3
+
+    folder = published_folder(data, collection)
+    with contextlib.closing(sqlite3.connect(folder / "catalog.sqlite")) as catalog, catalog:
+        (state,) = catalog.execute("SELECT state FROM sources WHERE source_id = '@fingerprint'").fetchone()
+        catalog.execute("UPDATE sources SET state = ? WHERE source_id = '@fingerprint'", (json.dumps({**json.loads(state), **changes}),))
+    if (folder / "chroma").is_dir():
+        subprocess.run([sys.executable, "-c", _AGE_VECTORS, str(SCRIPTS), str(folder / "chroma"), collection, json.dumps(changes)],
+                       check=True, capture_output=True, text=True)
+
+
 def files_in_store(data_dir: Path, collection: str = "personal") -> dict:
     """{file: number of chunks} in the store."""
     counts: dict = {}
@@ -167,3 +209,20 @@ def chroma_server(tmp_path_factory):
     yield f"http://127.0.0.1:{port}", port
     process.terminate()
     process.wait(timeout=30)
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A 200 MB tmpfs (needs root); the test is skipped where it cannot be mounted."""
+    mount_point = tmp_path / "disk"
+    mount_point.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=200m", "tmpfs", str(mount_point)], capture_output=True).returncode:
+        pytest.skip("cannot mount a tmpfs here (not root?)")
+    yield mount_point
+    subprocess.run(["umount", "-l", str(mount_point)], check=True)
+
+
+def fill(disk, leave_bytes=0):
+    free = os.statvfs(disk).f_bavail * os.statvfs(disk).f_frsize
+    with open(disk / "filler", "wb") as filler:
+        filler.write(b"\0" * max(0, free - leave_bytes))

@@ -1,10 +1,14 @@
 """Chunk sizing, measured with the model's real tokenizer."""
 
+import random
 import re
+import string
 
 import pytest
+from tokenizers import Tokenizer
 
-from rag_search.chunking import Chunker
+from rag_search import chunking
+from rag_search.chunking import MAX_CHUNK_CHARS, Chunker
 from rag_search.embedding import TokenCounter, find_model
 from rag_search.parsing import Section
 
@@ -19,8 +23,44 @@ def chunker(tokens):
     return Chunker(tokens, max_tokens=256)
 
 
+@pytest.fixture(scope="module")
+def model_tokenizer():
+    """The model's tokenizer as the embedder runs it, less its truncation: [CLS] and [SEP] included."""
+    tokenizer = Tokenizer.from_file(str(find_model().path / "tokenizer.json"))
+    tokenizer.no_truncation()
+    return tokenizer
+
+
 def window_size(tokens, text):
     return tokens.count(text) + 2  # [CLS] and [SEP]
+
+
+def _identifier(rng):
+    return "".join(rng.choice(string.ascii_lowercase) for _ in range(rng.randint(3, 30)))
+
+
+def _note(rng):
+    """A note as people keep them: prose, a code fence, and a line of minified code or a long URL (no spaces)."""
+    prose = " ".join(rng.choice(["The", "controller", "reconciles", "volume", "replicas.", "Run", "make", "setup", "again,",
+                                 "then", "check", "kube-proxy", "logs:", "ERR_CONNECTION_REFUSED"]) for _ in range(rng.randint(20, 200)))
+    code = "```js\n" + "\n".join(f"const {_identifier(rng)} = require('{_identifier(rng)}');" for _ in range(rng.randint(1, 8))) + "\n```"
+    run = "".join(_identifier(rng) + rng.choice("-._/()=&?") for _ in range(rng.randint(20, 200)))
+    return "\n\n".join([prose, code, run, prose])
+
+
+def _letters(rng, n):
+    return "".join(rng.choice(string.ascii_lowercase) for _ in range(n))
+
+
+def assert_holds_all_of(text, pieces):
+    """The pieces, in order, hold all of `text` but spaces: each starts inside the one before or right after it."""
+    covered, previous = 0, -1
+    for piece in pieces:
+        found = text.find(piece, previous + 1)
+        assert found != -1, f"a piece that is not the next part of the text: {piece[:80]!r}"
+        assert not text[covered:found].strip(), f"text lost between pieces: {text[covered:found][:80]!r}"
+        covered, previous = max(covered, found + len(piece)), found
+    assert not text[covered:].strip(), f"text lost after the last piece: {text[covered:][:80]!r}"
 
 
 def test_short_section_is_one_chunk_with_its_heading_path(chunker):
@@ -46,6 +86,13 @@ def test_long_section_is_split_into_pieces_that_fit_the_window(chunker, tokens):
     assert all(chunk.text.startswith("Paragraph") or chunk.text[0].isalnum() for chunk in chunks)
 
 
+def test_no_chunk_of_a_note_exceeds_the_window_as_the_model_tokenizes_it(chunker, model_tokenizer):
+    rng = random.Random(1)
+    sections = [Section(["Notes", f"Build {i}", _identifier(rng)], _note(rng)) for i in range(150)]
+    sizes = [len(model_tokenizer.encode(chunk.embed_text).ids) for chunk in chunker.chunk(sections)]
+    assert max(sizes) <= 256, f"{sum(size > 256 for size in sizes)} of {len(sizes)} chunks exceed the window"
+
+
 def test_consecutive_pieces_overlap(chunker):
     words = " ".join(f"word{i}" for i in range(2000))
     pieces = chunker.split(words, 100)
@@ -55,11 +102,51 @@ def test_consecutive_pieces_overlap(chunker):
         assert first_after in before.split(), "the next piece should start inside the previous one"
 
 
-def test_text_without_any_boundary_is_still_cut(chunker, tokens):
-    blob = "x" * 20_000
-    pieces = chunker.split(blob, 200)
-    assert all(tokens.count(piece) <= 200 for piece in pieces)
-    assert "".join(pieces).count("x") >= 20_000
+def test_text_without_any_boundary_is_still_cut(chunker, model_tokenizer):
+    """A word of 20,000 letters is one [UNK] to WordPiece, so it is cut by characters; 20,000 ideographs are
+    20,000 word pieces with no space between them, so they are cut by word pieces."""
+    rng = random.Random(3)
+    word = _letters(rng, 20_000)
+    ideographs = "".join(chr(rng.randint(0x4E00, 0x9FFF)) for _ in range(20_000))
+    for blob, at_least in ((word, 2), (ideographs, 100)):
+        pieces = chunker.split(blob, 200)
+        assert len(pieces) >= at_least
+        for piece in pieces:
+            assert len(model_tokenizer.encode(piece, add_special_tokens=False).ids) <= 200
+            assert len(piece) <= MAX_CHUNK_CHARS
+        assert_holds_all_of(blob, pieces)
+
+
+def test_a_run_of_long_words_is_cut_by_characters(chunker, tokens):
+    rng = random.Random(2)
+    run = " ".join(_letters(rng, rng.randint(101, 110)) for _ in range(240))
+    assert tokens.count(run) == 240, "each word of over 100 characters is one [UNK]: 25 KB fit the window in word pieces"
+    chunks = chunker.chunk([Section(["Notes", "Keys"], run)])
+    assert all(len(chunk.text) <= MAX_CHUNK_CHARS for chunk in chunks)
+    assert_holds_all_of(run, [chunk.text for chunk in chunks])
+
+
+def test_a_word_longer_than_a_tokenizer_window_is_cut_and_what_follows_is_kept(chunker):
+    rng = random.Random(5)
+    text = _letters(rng, chunking.WINDOW_CHARS + 10_000) + " " + " ".join(_letters(rng, 8) for _ in range(3000))
+    pieces = chunker.split(text, 200)
+    assert max(len(piece) for piece in pieces) <= MAX_CHUNK_CHARS
+    assert_holds_all_of(text, pieces)
+
+
+def test_a_run_of_spaces_longer_than_a_tokenizer_window_only_separates_pieces(chunker):
+    before = " ".join(f"word{i}" for i in range(50))
+    after = " ".join(f"term{i}" for i in range(50))
+    assert chunker.split(before + " " * (chunking.WINDOW_CHARS + 1000) + after, 200) == [before, after]
+
+
+def test_an_accent_the_tokenizer_drops_stays_in_the_piece(chunker):
+    text = " ".join(f"word{i}" for i in range(300)) + " cafe\u0301"  # é as e and a combining accent: the word piece is "cafe"
+    assert chunker.split(text, 200)[-1].endswith("cafe\u0301")
+
+
+def test_a_section_of_characters_the_tokenizer_drops_has_no_pieces(chunker):
+    assert chunker.split("\u200b\u200b\x00", 200) == []
 
 
 def test_code_fence_is_not_cut_when_a_boundary_outside_is_in_reach(chunker, tokens):
@@ -79,9 +166,14 @@ def test_a_runaway_heading_cannot_eat_the_window(chunker, tokens):
         assert re.search(r"body text", chunk.text)
 
 
-def test_a_huge_section_is_tokenized_a_window_at_a_time_with_the_same_result(tokens, monkeypatch):
-    from rag_search import chunking
+def test_a_runaway_heading_of_long_words_is_bounded_in_characters_too(chunker):
+    rng = random.Random(6)
+    heading = " ".join(_letters(rng, 2000) for _ in range(40))  # 40 [UNK]: within a quarter of the window in word pieces
+    chunks = chunker.chunk([Section([heading], "body text")])
+    assert len(chunks[0].heading) <= MAX_CHUNK_CHARS // 4 + 1
 
+
+def test_a_huge_section_is_tokenized_a_window_at_a_time_with_the_same_result(tokens, monkeypatch):
     rng = __import__("random").Random(4)
     text = "\n\n".join(" ".join(rng.choice(["alpha", "beta", "gamma.", "delta,", "epsilon"]) for _ in range(rng.randint(20, 90)))
                        for _ in range(400))

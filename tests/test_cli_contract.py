@@ -15,6 +15,11 @@ SEARCH_ERRORS = [
     (("--since", "someday", "q"), "--since: not a date"),
     (("   ",), "the query is empty"),
     (("",), "the query is empty"),
+    (("--since", "99999999d", "q"), "--since: 99999999d is too far back"),
+    (("--until", "9999999999y", "q"), "--until: 9999999999y is too far back"),
+    (("--type", "", "q"), "--type: empty value"),
+    (("--tag", " ", "q"), "--tag: empty value"),
+    (("--source", "", "q"), "--source: empty value"),
 ]
 
 
@@ -91,15 +96,18 @@ def test_searched_collections_lists_only_what_was_searched(example_data, tmp_pat
 
 @pytest.mark.parametrize("script, own, foreign", [
     ("search.py", {"0", "2", "3", "4", "7"}, {"8", "9"}),
-    ("index_personal.py", {"0", "8", "9"}, {"3", "4"}),
+    ("index_personal.py", {"0", "4", "8", "9"}, {"3"}),
+    ("index_docs.py", {"0", "4", "8", "9"}, {"3"}),
+    ("add_doc_source.py", {"0", "2", "4", "9"}, {"3"}),
     ("status.py", {"0", "7"}, {"3", "8", "9"}),
     ("get.py", {"0", "2", "3"}, {"8", "9"}),
     ("mcp_server.py", {"0", "5"}, {"8", "9"}),
-    ("memory.py", {"0", "6", "8"}, {"9"}),
+    ("memory.py", {"0", "2", "6"}, {"8", "9"}),  # a busy index leaves a memory change unindexed ("indexed": false), not exit 8
+    ("install_timer.py", {"0", "6"}, {"8", "9"}),
 ])
 def test_each_script_help_shows_its_own_exit_codes(script, own, foreign):
-    listed = set(re.findall(r"^  (\d)  ", run_script(script, "--help", timeout=30).stdout.split("exit codes:")[1], re.MULTILINE))
-    assert own <= listed and not foreign & listed, listed
+    listed = set(re.findall(r"^  (\d+)  ", run_script(script, "--help", timeout=30).stdout.split("exit codes:")[1], re.MULTILINE))
+    assert own | {"130", "143"} <= listed and not foreign & listed, listed
 
 
 # get.py ------------------------------------------------------------------
@@ -211,10 +219,49 @@ def test_status_reports_what_is_indexed_how_fresh_and_what_changed(tmp_path, sta
     assert text.code == 0 and "personal: " in text.stdout and "1 changed" in text.stdout
 
 
+def test_status_says_why_files_were_left_out_the_first_50_and_how_many(tmp_path, state_dir):
+    data = tmp_path / "data"
+    (state_dir / "notes" / "scan.md").write_bytes(b"%PDF-1.7\x00\x01 a scan saved with the wrong name")
+    for number in range(51):
+        (state_dir / "notes" / f"todo-{number:02}.md").write_text("")
+    assert run_script("index_personal.py", "--data-dir", data, state_dir).code == 0
+    root = run_script("status.py", "--data-dir", data).json["personal_roots"][0]
+    assert root["skipped_count"] == 52 and len(root["skipped"]) == 50
+    assert root["skipped"][0] == {"file": "notes/scan.md", "reason": "binary file (contains NUL bytes)"}
+    assert root["skipped"][1] == {"file": "notes/todo-00.md", "reason": "empty file"}
+    # A file skipped as it is now is no change since the index; only the first 50 are remembered (the last two are not).
+    assert root["changed_since_index"]["not_indexed"] == 2
+    text = run_script("status.py", "--data-dir", data, "--format", "text").stdout
+    assert "52 skipped (e.g. notes/scan.md: binary file (contains NUL bytes))" in text
+
+
 def test_status_before_anything_is_indexed_is_success(tmp_path):
     result = run_script("status.py", "--data-dir", tmp_path / "nothing")
     assert result.code == 0, result
     assert not result.json["collections"]["personal"]["built"] and result.json["doc_sources"] == []
+
+
+@pytest.mark.parametrize("registry, message", [
+    ('{"sources": [', "is not valid JSON"),
+    ('{"sources": [{"id": "k0s"}]}', '"name" is missing'),
+])
+def test_status_reports_a_broken_registry_beside_everything_else_it_can_read(example_data, isolated_home, registry, message):
+    runbooks = isolated_home / "runbooks"
+    runbooks.mkdir()
+    (runbooks / "drain.md").write_text("# Draining\n\nCordon the node, then drain it.\n")
+    add_source("--id", "runbooks", "--name", "Runbooks", "--type", "local", "--path", runbooks)
+    assert index_docs(example_data, "--all").code == 0
+    (isolated_home / "sources.json").write_text(registry)
+    result = run_script("status.py", "--data-dir", example_data)
+    assert result.code == 0, result
+    report = result.json
+    assert report["collections"]["personal"]["built"] and report["personal_roots"][0]["documents"] >= 7
+    sources = report["doc_sources"]
+    assert sources["registry"] == str(isolated_home / "sources.json") and message in sources["error"], sources
+    assert sources["hint"] and "git" not in sources["hint"], "the registry is the user's: git ignores it"
+    assert sources["indexed"] == [{"id": "runbooks", "documents": 1, "chunks": 1}]
+    text = run_script("status.py", "--data-dir", example_data, "--format", "text")
+    assert text.code == 0 and message in text.stdout, text
 
 
 def test_status_records_a_failed_root_run(tmp_path, state_dir):

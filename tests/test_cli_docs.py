@@ -90,6 +90,8 @@ def test_git_source_end_to_end_and_incremental_by_blob(k0s_repo, tmp_path):
     assert top["metadata"]["path"].endswith(os.path.join("sources", "k0s", "repo", "docs", "upgrade.md"))
     assert "url" not in top["metadata"], "a file:// remote has no browsable URL"
 
+    upgrade_ids = {chunk_id for chunk_id, chunk in store_contents(data, "docs").items()
+                   if chunk["metadata"]["file"] == "k0s/docs/upgrade.md"}
     # Change the repository: modify, delete, rename, add.
     k0s_repo.write({"docs/networking.md": NETWORKING + "\n## MTU\n\nLower the MTU to 1450 when the nodes run inside VXLAN.\n",
                     "docs/backup.md": BACKUP})
@@ -108,7 +110,9 @@ def test_git_source_end_to_end_and_incremental_by_blob(k0s_repo, tmp_path):
     for chunk in chunks:
         by_file.setdefault(chunk["metadata"]["file"], []).append(chunk)
     assert set(by_file) == {"k0s/docs/upgrade.md", "k0s/docs/networking.md", "k0s/docs/guides-storage.md", "k0s/docs/backup.md"}
-    assert all(c["metadata"]["commit"] == first_commit for c in by_file["k0s/docs/upgrade.md"]), "unchanged file untouched"
+    upgrade = [chunk_id for chunk_id, chunk in store_contents(data, "docs").items() if chunk["metadata"]["file"] == "k0s/docs/upgrade.md"]
+    assert set(upgrade) == upgrade_ids, "an unchanged file keeps its chunks and vectors"
+    assert all(c["metadata"]["commit"] == second_commit for c in by_file["k0s/docs/upgrade.md"]), "and says the new commit"
     assert all(c["metadata"]["commit"] == second_commit for c in by_file["k0s/docs/networking.md"])
     assert any("MTU" in c["text"] for c in by_file["k0s/docs/networking.md"])
 
@@ -234,6 +238,26 @@ def test_web_source_end_to_end_with_conditional_refresh(tmp_path, isolated_home)
         assert any("helm install" in c["text"] for c in store_contents(data, "docs").values())
 
 
+def test_doc_sources_take_md_and_mdx_pages_by_default_and_a_given_glob_wins(tmp_path):
+    pages = {"docs/intro.md": "# Introduction\n\nStart with the quick tour of the dashboard.\n",
+             "docs/guides/tabs.mdx": "import Tabs from '@theme/Tabs';\n\n# Deploying\n\nPick the tab of your cloud provider.\n"}
+    site = tmp_path / "site"
+    for rel, text in pages.items():
+        (site / rel).parent.mkdir(parents=True, exist_ok=True)
+        (site / rel).write_text(text)
+    repo = GitRepo(tmp_path / "site-origin")
+    repo.write(pages)
+    repo.commit("docs")
+    add_source("--id", "local", "--name", "Docusaurus site", "--type", "local", "--path", site)
+    add_source("--id", "git", "--name", "Docusaurus repo", "--type", "git", "--url", repo.url)
+    add_source("--id", "md-only", "--name", "Its .md pages", "--type", "local", "--path", site, "--glob", "**/*.md")
+    data = tmp_path / "data"
+    result = index_docs(data, "--all")
+    assert result.code == 0, result
+    assert set(files_in_store(data, "docs")) == {"local/docs/intro.md", "local/docs/guides/tabs.mdx", "git/docs/intro.md",
+                                                 "git/docs/guides/tabs.mdx", "md-only/docs/intro.md"}
+
+
 def test_local_source_list_and_remove(tmp_path, isolated_home):
     data = isolated_home / ".claude" / "data" / "rag-search"  # the default: no --data-dir anywhere here
     runbooks = tmp_path / "runbooks"
@@ -272,18 +296,24 @@ def test_index_all_removes_sources_dropped_from_the_registry(k0s_repo, tmp_path)
 @pytest.mark.parametrize(
     "args, code, message",
     [
-        (["--id", "x", "--name", "X", "--type", "git"], 6, '"url" is missing'),
-        (["--id", "Bad Id", "--name", "X", "--type", "local", "--path", "/tmp"], 6, "must be a slug"),
+        (["--id", "x", "--name", "X", "--type", "git"], 2, '"url" is missing'),
+        (["--id", "x", "--name", "X", "--type", "git", "--url", "/srv/repo"], 2, '"url" must use https'),
+        (["--id", "Bad Id", "--name", "X", "--type", "local", "--path", "/tmp"], 2, "must be a slug"),
         (["--update", "--id", "nope", "--name", "X"], 6, "no source with id 'nope'"),
         (["--remove", "nope"], 6, "no source with id 'nope'"),
-        (["--name", "X"], 6, "--id is required"),
+        (["--name", "X"], 2, "--id is required"),
         (["--type", "svn"], 2, "invalid choice"),
     ],
 )
-def test_add_doc_source_rejects_bad_input(args, code, message):
+def test_add_doc_source_rejects_bad_input(isolated_home, args, code, message):
+    """A bad flag is the command line's fault (exit 2), never the registry's, even when the registry has other sources."""
+    add_source("--id", "one", "--name", "One", "--type", "local", "--path", isolated_home)
+    add_source("--id", "two", "--name", "Two", "--type", "local", "--path", isolated_home)
     result = run_script("add_doc_source.py", *args)
     assert result.code == code, result
-    assert message in result.stderr
+    assert message in result.stderr and result.json["error"]["hint"], result
+    assert "sources.json" not in result.json["error"]["message"] or code == 6
+    assert [source["id"] for source in run_script("add_doc_source.py", "--list").json["sources"]] == ["one", "two"]
 
 
 def test_index_docs_errors(tmp_path):

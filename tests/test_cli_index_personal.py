@@ -74,10 +74,12 @@ def test_incremental_runs_touch_only_what_changed(state_dir, tmp_path):
     (state_dir / "preferences.json").unlink()
     deleted = index(data, state_dir).json
     assert deleted["deleted"] == 1 and deleted["embedded"] == 0
+    deleted_chunks = deleted["chunks_removed"]
     assert "preferences.json" not in files_in_store(data)
 
     full = index(data, state_dir, "--full").json
-    assert full["rebuilt"] is True and full["embedded"] == full["chunks"]
+    assert full["rebuilt"] is True and full["chunks"] == edited["chunks"] - deleted_chunks
+    assert full["embedded"] == 0, "a rebuild takes the vectors of texts the index it replaces has"
 
 
 def test_bad_files_are_skipped_with_reasons_and_the_rest_indexed(state_dir, tmp_path, isolated_home):
@@ -87,7 +89,7 @@ def test_bad_files_are_skipped_with_reasons_and_the_rest_indexed(state_dir, tmp_
     bad = {
         "bad.json": b"{ not json",
         "binary.md": b"PK\x03\x04\x00\x00 zip bytes",
-        "latin1.txt": "café crème".encode("latin-1"),
+        "undecodable.txt": bytes(range(128, 256)) * 3,  # text in no encoding
         "empty.md": b"",
         "huge.md": b"word " * 20_000,
         "deep.json": b"[" * 10_000 + b"]" * 10_000,
@@ -104,7 +106,7 @@ def test_bad_files_are_skipped_with_reasons_and_the_rest_indexed(state_dir, tmp_
     assert reasons.keys() == set(bad) | {"dangling.md"}
     assert "malformed JSON" in reasons["bad.json"]
     assert "binary" in reasons["binary.md"]
-    assert "UTF-8" in reasons["latin1.txt"]
+    assert "not valid UTF-8" in reasons["undecodable.txt"]
     assert reasons["empty.md"] == "empty file"
     assert "limit" in reasons["huge.md"]
     assert "nested too deeply" in reasons["deep.json"]
@@ -188,13 +190,17 @@ def test_roots_named_once_are_refreshed_by_a_plain_run(state_dir, tmp_path):
     assert {"extra.md", "later.md", "notes/argocd-setup.md"} <= set(files_in_store(data))
 
 
-def test_a_missing_root_is_skipped_with_a_warning_and_keeps_its_chunks(state_dir, tmp_path):
-    data = tmp_path / "data"
-    disk = tmp_path / "disk"
+def index_then_unplug(data, state_dir, disk):
+    """Index `state_dir` and a second root on a disk, then unplug the disk."""
     disk.mkdir()
     (disk / "on-disk.md").write_text("# On the disk\nunplugged at night")
     assert index(data, state_dir, disk).code == 0
-    disk.rename(tmp_path / "unplugged")
+    disk.rename(disk.with_name("unplugged"))
+
+
+def test_a_missing_root_is_skipped_with_a_warning_and_keeps_its_chunks(state_dir, tmp_path):
+    data, disk = tmp_path / "data", tmp_path / "disk"
+    index_then_unplug(data, state_dir, disk)
     (state_dir / "new.md").write_text("# New\nthe other root is still refreshed")
     plain = run_script("index_personal.py", "--data-dir", data)
     assert plain.code == 0, plain
@@ -217,3 +223,78 @@ def test_forget_removes_a_root_and_its_chunks(state_dir, tmp_path):
     assert run_script("index_personal.py", "--data-dir", data).json["roots"] == [str(state_dir)]
     unknown = run_script("index_personal.py", "--data-dir", data, "--forget", tmp_path / "never-indexed")
     assert unknown.code == 6 and "is not a root of the personal index" in unknown.stderr
+
+
+def test_a_forgotten_root_leaves_status_too(state_dir, tmp_path):
+    """Issue 23, finding 8: --forget left the root in status.py forever."""
+    data = tmp_path / "data"
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "extra.md").write_text("# Extra\nanother root")
+    assert index(data, state_dir, notes).code == 0
+    assert run_script("index_personal.py", "--data-dir", data, "--forget", notes).code == 0
+    status = run_script("status.py", "--data-dir", data)
+    assert status.code == 0, status
+    assert [root["root"] for root in status.json["personal_roots"]] == [str(state_dir)]
+
+
+def test_a_configured_root_that_never_existed_is_not_sent_to_forget(state_dir, tmp_path):
+    """Its warning used to say `--forget ROOT`, which then exited 6: the index never had it."""
+    data = tmp_path / "data"
+    missing = tmp_path / "never-there"
+    result = run_script("index_personal.py", "--data-dir", data, env={"RAG_SEARCH_PERSONAL_DIRS": f"{state_dir},{missing}"})
+    assert result.code == 0, result
+    warning = next(line for line in result.stderr.splitlines() if str(missing) in line)
+    assert "--forget" not in warning and "RAG_SEARCH_PERSONAL_DIRS" in warning, warning
+
+
+def test_a_full_rebuild_with_a_root_missing_is_not_published(state_dir, tmp_path):
+    """Issue 23, finding 7: --full said a missing root's chunks were kept, then dropped them."""
+    data, disk = tmp_path / "data", tmp_path / "disk"
+    index_then_unplug(data, state_dir, disk)
+    rebuilt = run_script("index_personal.py", "--data-dir", data, "--full")
+    assert rebuilt.code == 9, rebuilt
+    assert str(disk) in rebuilt.stderr and "--allow-shrink" in rebuilt.stderr
+    assert "its chunks are kept" not in rebuilt.stderr
+    assert "on-disk.md" in files_in_store(data)
+    allowed = run_script("index_personal.py", "--data-dir", data, "--full", "--allow-shrink")
+    assert allowed.code == 0, allowed
+    assert "on-disk.md" not in files_in_store(data)
+
+
+def test_same_named_files_of_two_roots_are_two_pages(state_dir, tmp_path):
+    """Issue 23, finding 8: two roots' notes/todo.md were one page, so --per-file hid one."""
+    data = tmp_path / "data"
+    work, home = tmp_path / "work", tmp_path / "home-notes"
+    for root, what in ((work, "rotate the staging certificates"), (home, "rotate the router certificates")):
+        (root / "notes").mkdir(parents=True)
+        (root / "notes" / "todo.md").write_text(f"# Todo\n\nThis week: {what} before they expire.\n")
+    assert index(data, work, home).code == 0
+    found = run_script("search.py", "--data-dir", data, "--per-file", "1", "--top-k", "5", "rotate certificates before they expire")
+    assert found.code == 0, found
+    todo = [result for result in found.json["results"] if result["file"] == "notes/todo.md"]
+    assert len(todo) == 2, found.json["results"]
+
+
+def test_notes_in_latin_1_or_cp1252_or_with_a_colon_in_their_title_are_found_with_their_dates_and_tags(tmp_path):
+    root = tmp_path / "notes"
+    root.mkdir()
+    (root / "latin1.md").write_bytes("---\ndate: 2025-02-03\ntags: [cuisine]\n---\n# Réunion\n\n"
+                                     "Le gâteau aux myrtilles sera prêt à midi.\n".encode("latin-1"))
+    (root / "cp1252.md").write_bytes("---\ndate: 2025-02-04\ntags: [pricing]\n---\n# Pricing\n\n"
+                                     "The “zeppelin” tier costs 20 € a month.\n".encode("cp1252"))
+    (root / "postmortem.md").write_text("---\ntitle: Postmortem: billing-api outage\ndate: 2025-02-05\ntags:\n  - incident\n"
+                                        "  - billing\n---\nThe billing-api ran out of database connections at noon.\n")
+    data = tmp_path / "data"
+    result = index(data, root)
+    assert result.code == 0 and result.json["skipped"] == [], result
+    expected = [("myrtilles", "latin1.md", "2025-02-03", ["cuisine"], "cp1252", "Le gâteau aux myrtilles sera prêt à midi."),
+                ("zeppelin", "cp1252.md", "2025-02-04", ["pricing"], "cp1252", "The “zeppelin” tier costs 20 € a month."),
+                ("connections", "postmortem.md", "2025-02-05", ["incident", "billing"], None,
+                 "The billing-api ran out of database connections at noon.")]
+    for word, file, date, tags, encoding, text in expected:
+        found = run_script("search.py", "--data-dir", data, "--index", "personal", "--verbose", word).json["results"][0]
+        assert (found["file"], found["chunk"]) == (file, text)
+        metadata = found["metadata"]
+        assert (metadata["date"], metadata["tags"], metadata.get("encoding")) == (date, tags, encoding)
+    assert found["metadata"]["title"] == "Postmortem: billing-api outage"

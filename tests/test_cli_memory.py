@@ -84,3 +84,192 @@ def test_a_missing_or_corrupt_memory_file_is_a_clear_error(state_dir, env, conte
     assert result.code == 6, result
     assert message in result.stderr and "hint:" in result.stderr
     assert result.json["error"]["hint"]
+
+
+# Issue 24, item 4: blank input, retry-safe add, remove and update by id, clear reaching every listed entry.
+
+
+def stored_entries(state_dir):
+    return json.loads((state_dir / "memory" / "memory.json").read_text())
+
+
+@pytest.mark.parametrize("flag, value, message", [
+    ("--lesson", "   ", "lesson is blank"),
+    ("--lesson", "", "lesson is blank"),
+    ("--type", "", "type is blank"),
+    ("--type", " \t", "type is blank"),
+])
+def test_add_refuses_a_blank_lesson_or_type_and_writes_nothing(state_dir, env, flag, value, message):
+    before = (state_dir / "memory" / "memory.json").read_text()
+    arguments = {"--type": "lesson_learned", "--lesson": "pin the runner image", flag: value}
+    result = memory(env, "add", *[item for pair in arguments.items() for item in pair])
+    assert result.code == 2, result
+    assert result.json["error"]["type"] == "UsageError" and message in result.json["error"]["message"], result.json
+    assert result.json["error"]["hint"]
+    assert (state_dir / "memory" / "memory.json").read_text() == before
+
+
+def test_the_same_add_twice_records_one_entry_with_an_id_derived_from_what_it_says(state_dir, env):
+    call = ("add", "--type", "failure_pattern", "--lesson", "pin the runner image", "--loop-id", "l-7", "--iteration", "3")
+    first, again = memory(env, *call), memory(env, *call)
+    assert first.code == again.code == 0, (first, again)
+    assert first.json["created"] is True and again.json["created"] is False
+    assert again.json["added"] == first.json["added"]
+    assert [entry["id"] for entry in stored_entries(state_dir)].count(first.json["added"]["id"]) == 1
+    next_iteration = memory(env, *call[:-1], "4")
+    assert next_iteration.json["created"] is True and next_iteration.json["added"]["id"] != first.json["added"]["id"]
+    assert len(stored_entries(state_dir)) == 4
+
+
+def test_add_with_an_id_is_idempotent_and_refuses_that_id_for_another_lesson(state_dir, env):
+    first = memory(env, "add", "--id", "ralph-42", "--type", "lesson_learned", "--lesson", "cache the pnpm store")
+    again = memory(env, "add", "--id", "ralph-42", "--type", "lesson_learned", "--lesson", "cache the pnpm store")
+    assert first.code == again.code == 0 and first.json["added"]["id"] == "ralph-42" and again.json["created"] is False
+    other = memory(env, "add", "--id", "ralph-42", "--type", "lesson_learned", "--lesson", "something else")
+    assert other.code == 2 and "ralph-42" in other.json["error"]["message"], other
+    assert [entry["id"] for entry in stored_entries(state_dir)].count("ralph-42") == 1
+
+
+def test_add_under_a_busy_index_writes_the_entry_once_and_says_it_is_not_indexed(state_dir, env, tmp_path):
+    import fcntl
+    import os
+
+    assert run_script("index_personal.py", "--quiet", env=env).code == 0
+    call = ("add", "--type", "lesson_learned", "--lesson", "the zebracorn runner needs 8 GB", "--wait", "0.5")
+    lock = os.open(tmp_path / "data" / "personal" / "write.lock", os.O_RDWR | os.O_CREAT)
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        busy = memory(env, *call)
+    finally:
+        os.close(lock)
+    assert busy.code == 0, busy
+    assert busy.json["indexed"] is False and "another index run" in busy.json["reindex"], busy.json
+    retry = memory(env, *call)
+    assert retry.code == 0 and retry.json["created"] is False and retry.json["indexed"] is True, retry
+    assert [entry["lesson"] for entry in stored_entries(state_dir)].count("the zebracorn runner needs 8 GB") == 1
+    found = run_script("search.py", "--index", "personal", "--mode", "lexical", "zebracorn", env=env).json["results"]
+    assert found[0]["metadata"]["record_id"] == busy.json["added"]["id"]
+
+
+def test_remove_by_id_needs_yes_keeps_a_backup_and_takes_the_entry_out_of_the_index(state_dir, env):
+    assert run_script("index_personal.py", "--quiet", env=env).code == 0
+    path = state_dir / "memory" / "memory.json"
+    before = path.read_text()
+    dry = memory(env, "remove", "mem_a1b2")
+    assert dry.code == 6 and dry.json["would_remove"] == 1 and "--yes" in dry.stderr, dry
+    assert [entry["id"] for entry in dry.json["entries"]] == ["mem_a1b2"]
+    assert path.read_text() == before
+    done = memory(env, "remove", "mem_a1b2", "--yes")
+    assert done.code == 0 and done.json["removed"] == 1 and done.json["indexed"] is True, done
+    assert [entry["id"] for entry in stored_entries(state_dir)] == ["mem_e5f6"]
+    assert json.loads(open(done.json["backup"]).read()) == json.loads(before)
+    assert done.json["files"] == [{"file": str(path), "entries": 1, "action": "rewrite", "backup": done.json["backup"]}]
+    found = run_script("search.py", "--index", "personal", "--mode", "lexical", "beforeEach auth mocks", env=env).json["results"]
+    assert "mem_a1b2" not in [item["metadata"].get("record_id") for item in found]
+
+
+@pytest.mark.parametrize("arguments, message", [
+    (("remove", "mem_nope"), "mem_nope"),
+    (("remove", "mem_a1b2", "mem_nope", "--yes"), "mem_nope"),
+    (("update", "mem_nope", "--lesson", "x", "--yes"), "mem_nope"),
+    (("update", "mem_a1b2", "--yes"), "nothing to change"),
+    (("update", "mem_a1b2", "--lesson", "  ", "--yes"), "lesson is blank"),
+    (("update", "mem_a1b2", "--type", "", "--yes"), "type is blank"),
+])
+def test_remove_and_update_refuse_unknown_ids_and_blank_input_changing_nothing(state_dir, env, arguments, message):
+    before = (state_dir / "memory" / "memory.json").read_text()
+    result = memory(env, *arguments)
+    assert result.code == 2 and message in result.json["error"]["message"], result
+    assert (state_dir / "memory" / "memory.json").read_text() == before
+
+
+def test_update_by_id_needs_yes_keeps_id_and_date_and_is_searchable_at_once(state_dir, env):
+    assert run_script("index_personal.py", "--quiet", env=env).code == 0
+    path = state_dir / "memory" / "memory.json"
+    before = path.read_text()
+    change = ("update", "mem_a1b2", "--lesson", "Auth mocks belong in beforeEach; the quokka harness resets them", "--tags", "auth,Jest")
+    dry = memory(env, *change)
+    assert dry.code == 6 and dry.json["would_update"] == 1 and path.read_text() == before, dry
+    (shown,) = dry.json["entries"]
+    assert shown["before"]["lesson"].startswith("Auth mocks must") and shown["after"]["lesson"].startswith("Auth mocks belong")
+    done = memory(env, *change, "--yes")
+    assert done.code == 0 and done.json["updated"] == 1 and done.json["indexed"] is True, done
+    entry = stored_entries(state_dir)[0]
+    assert (entry["id"], entry["createdAt"], entry["loopId"]) == ("mem_a1b2", "2026-04-01T10:42:00Z", "abc123")
+    assert entry["lesson"].startswith("Auth mocks belong") and entry["tags"] == ["auth", "jest"] and entry["updatedAt"]
+    assert json.loads(open(done.json["backup"]).read()) == json.loads(before)
+    found = run_script("search.py", "--index", "personal", "--mode", "lexical", "quokka", env=env).json["results"]
+    assert found[0]["metadata"]["record_id"] == "mem_a1b2"
+
+
+def one_entry_files(state_dir, count, loop_id="abc123"):
+    """Memory entries kept one per file under the personal root, as some agents write them."""
+    folder = state_dir / "agents" / "loop"
+    folder.mkdir(parents=True)
+    for number in range(count):
+        (folder / f"entry-{number}.json").write_text(json.dumps({
+            "id": f"one_{number}", "loopId": loop_id, "createdAt": f"2026-04-0{number + 2}T09:00:00Z", "type": "lesson_learned",
+            "lesson": f"one-file lesson number {number}", "tags": ["single"]}))
+    return folder
+
+
+def test_clear_reaches_every_entry_list_shows_including_one_entry_files(state_dir, env):
+    folder = one_entry_files(state_dir, 3)
+    assert run_script("index_personal.py", "--quiet", env=env).code == 0
+    listed = memory(env, "list", "--loop-id", "abc123").json
+    assert listed["count"] == 4, listed
+    dry = memory(env, "clear", "--loop-id", "abc123")
+    assert dry.code == 6 and dry.json["would_delete"] == listed["count"], dry.json
+    assert sorted(entry["id"] for entry in dry.json["entries"]) == sorted(entry["id"] for entry in listed["entries"])
+    assert len(list(folder.iterdir())) == 3
+    done = memory(env, "clear", "--loop-id", "abc123", "--yes")
+    assert done.code == 0 and done.json["deleted"] == 4, done
+    changed = {item["file"]: item for item in done.json["files"]}
+    assert changed[str(state_dir / "memory" / "memory.json")]["action"] == "rewrite"
+    for number in range(3):
+        item = changed[str(folder / f"entry-{number}.json")]
+        assert item["action"] == "delete" and json.loads(open(item["backup"]).read())["id"] == f"one_{number}"
+    assert not list(folder.glob("*.json"))
+    assert memory(env, "list", "--loop-id", "abc123").json["count"] == 0
+    assert [entry["id"] for entry in memory(env, "list").json["entries"]] == ["mem_e5f6"]
+
+
+def test_remove_and_update_reach_entries_in_other_files_under_the_roots(state_dir, env):
+    folder = one_entry_files(state_dir, 2)
+    assert run_script("index_personal.py", "--quiet", env=env).code == 0
+    updated = memory(env, "update", "one_0", "--context", "ci/runners.yml", "--yes")
+    assert updated.code == 0 and updated.json["files"][0]["file"] == str(folder / "entry-0.json"), updated
+    assert json.loads((folder / "entry-0.json").read_text())["context"] == "ci/runners.yml"
+    removed = memory(env, "remove", "one_1", "--yes")
+    assert removed.code == 0 and removed.json["files"][0]["action"] == "delete", removed
+    assert not (folder / "entry-1.json").exists()
+    listed = {entry["id"]: entry for entry in memory(env, "list").json["entries"]}
+    assert "one_1" not in listed and listed["one_0"]["context"] == "ci/runners.yml"
+
+
+def test_clear_keeps_each_files_shape_json_lines_and_an_object_holding_entries(state_dir, env):
+    agents = state_dir / "agents"
+    agents.mkdir()
+    kept_line = json.dumps({"id": "j2", "loopId": "zzz", "createdAt": "2026-04-03", "type": "success_pattern", "lesson": "kept"})
+    (agents / "log.jsonl").write_text(
+        json.dumps({"id": "j1", "loopId": "abc123", "createdAt": "2026-04-02", "type": "failure_pattern", "lesson": "gone"})
+        + f"\n{kept_line}\n")
+    kept = {"id": "t2", "loopId": "zzz", "createdAt": "2026-04-03", "type": "lesson_learned", "lesson": "kept too"}
+    (agents / "team.json").write_text(json.dumps({"version": 2, "entries": [
+        {"id": "t1", "loopId": "abc123", "createdAt": "2026-04-02", "type": "lesson_learned", "lesson": "gone too"}, kept]}))
+    assert run_script("index_personal.py", "--quiet", env=env).code == 0
+    done = memory(env, "clear", "--loop-id", "abc123", "--yes")
+    assert done.code == 0 and done.json["deleted"] == 3, done
+    assert (agents / "log.jsonl").read_text() == f"{kept_line}\n"
+    assert json.loads((agents / "team.json").read_text()) == {"version": 2, "entries": [kept]}
+    assert {entry["id"] for entry in memory(env, "list").json["entries"]} == {"mem_e5f6", "j2", "t2"}
+
+
+@pytest.mark.parametrize("confidence", ["7", "-0.1", "high"])
+def test_a_confidence_outside_0_to_1_is_a_usage_error_and_nothing_is_written(state_dir, env, confidence):
+    before = (state_dir / "memory" / "memory.json").read_text()
+    result = memory(env, "add", "--type", "lesson_learned", "--lesson", "x", "--confidence", confidence)
+    assert result.code == 2, result
+    error = result.json["error"]
+    assert error["type"] == "UsageError" and "--confidence" in error["message"] and error["hint"]
+    assert (state_dir / "memory" / "memory.json").read_text() == before

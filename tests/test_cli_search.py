@@ -1,11 +1,12 @@
 """search.py end to end against the example index: schema, relevance, and its error exits."""
 
+import math
 import subprocess
 import sys
 
 import pytest
 
-from conftest import SCRIPTS, run_script
+from conftest import SCRIPTS, age_index, run_script
 
 
 def search(data, *args):
@@ -78,20 +79,8 @@ def test_an_empty_index_is_success_with_no_results(tmp_path):
     assert result.json["results"] == []
 
 
-_CHANGE_FINGERPRINT = """
-import json, sys
-sys.path.insert(0, sys.argv[1])
-from pathlib import Path
-from rag_search.vectors import FINGERPRINT_KEY, VectorIndex
-root = Path(sys.argv[2]) / "personal"
-vectors = VectorIndex.open_local(root / "generations" / (root / "CURRENT").read_text().strip() / "chroma", "personal")
-old = vectors.fingerprint()
-vectors.collection.modify(metadata={FINGERPRINT_KEY: json.dumps({**old, "model": "some-other-model", "dimension": 768})})
-"""
-
-
 def test_a_store_built_with_another_model_asks_for_a_reindex(example_data):
-    subprocess.run([sys.executable, "-c", _CHANGE_FINGERPRINT, str(SCRIPTS), str(example_data)], check=True)
+    age_index(example_data, "personal", model="some-other-model", dimension=768)
     result = search(example_data, "anything")
     assert result.code == 4, result
     assert "some-other-model" in result.stderr and "reindex" in result.stderr
@@ -137,3 +126,32 @@ def test_the_search_path_never_imports_torch(example_index):
     )
     assert completed.returncode == 0, completed.stderr
     assert "HEAVY:\n" in completed.stderr, completed.stderr[-500:]
+
+
+def test_metadata_only_keeps_the_record_fields_its_missing_chunk_would_have_shown(example_index):
+    question = ("--type", "decision", "Longhorn persistent volumes")
+    full = search(example_index, *question).json["results"]
+    bare = search(example_index, "--metadata-only", *question).json["results"]
+    assert full and [item["id"] for item in bare] == [item["id"] for item in full]
+    for item in bare:
+        assert item["chunk"] is None
+        assert item["metadata"]["type"] == "decision" and item["metadata"]["tags"], item
+
+
+def rendered_tokens(result) -> int:
+    """The answer as an agent reads it (one line of JSON), at about 4 characters a token."""
+    return math.ceil(len(result.stdout.strip()) / 4)
+
+
+@pytest.mark.parametrize("budget", [300, 700])
+def test_max_tokens_budgets_the_whole_answer_as_printed(example_index, budget):
+    question = ("--top-k", "10", "--per-file", "0", "how is the cluster set up?")
+    whole = search(example_index, *question)
+    assert rendered_tokens(whole) > budget, "the test needs an answer larger than the budget"
+    cut = search(example_index, "--max-tokens", budget, *question)
+    assert cut.code == 0, cut
+    assert cut.json["truncated"] is True and cut.json["results"]
+    assert rendered_tokens(cut) <= budget, (rendered_tokens(cut), cut.stdout)
+    bare = search(example_index, "--metadata-only", "--max-tokens", budget, *question)
+    assert rendered_tokens(bare) <= budget
+    assert len(bare.json["results"]) > len(cut.json["results"]), "without text, more results fit: only what is printed counts"

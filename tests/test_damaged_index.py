@@ -75,7 +75,7 @@ def search(data, query="why is ArgoCD self-heal off?"):
 
 @pytest.mark.parametrize("how", ["garbled", "truncated", "header"])
 @pytest.mark.parametrize("file", ["chroma/chroma.sqlite3", "catalog.sqlite"])
-def test_a_damaged_store_names_the_command_that_rebuilds_it_and_that_command_works(file, how, example_data, state_dir):
+def test_a_damaged_store_names_the_command_that_rebuilds_it_and_that_command_works(file, how, example_index, example_data):
     target = example_data / "personal" / "generations" / "g000001" / file
     if how == "garbled":
         damage(target, 0.3, 64 * 1024)
@@ -89,7 +89,7 @@ def test_a_damaged_store_names_the_command_that_rebuilds_it_and_that_command_wor
     hint = broken.json["error"]["hint"]
     assert "index_personal.py --full" in hint and "index_docs.py" not in hint, hint
 
-    repaired = run_script("index_personal.py", "--data-dir", example_data, "--full", state_dir)
+    repaired = run_script("index_personal.py", "--data-dir", example_data, "--full", example_index.parent / "state")
     assert repaired.code == 0, repaired
     found = search(example_data)
     assert found.code == 0 and found.json["results"][0]["file"] in ("notes/argocd-setup.md", "memory/decisions.json"), found

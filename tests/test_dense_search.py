@@ -6,7 +6,10 @@ import sys
 import numpy as np
 
 from conftest import SCRIPTS, run_script
+from rag_search.records import Filters
 from rag_search.vectors import EF_SEARCH, VectorIndex
+
+NO_FILTERS = Filters()
 
 DEPTH = 50  # the dense candidates a search asks for (SearchOptions.depth)
 
@@ -46,8 +49,8 @@ def test_the_dense_half_finds_the_true_nearest_chunks(tmp_path):
     index.add(list(ids), vectors, [{"source_id": "test"}] * len(ids))
     index.close()
     index = VectorIndex.open_local(tmp_path, "docs", reading=True)  # as a search opens it: the graph loaded afresh
-    recall = [len({chunk_id for chunk_id, _ in index.query(query, DEPTH, None)} & set(ids[np.argsort(-(vectors @ query))[:DEPTH]])) / DEPTH
-              for query in queries]
+    found = [{chunk_id for chunk_id, _ in index.query(query, DEPTH, NO_FILTERS)} for query in queries]
+    recall = [len(near & set(ids[np.argsort(-(vectors @ query))[:DEPTH]])) / DEPTH for near, query in zip(found, queries, strict=True)]
     index.close()
     assert np.mean(recall) >= 0.99 and min(recall) >= 0.9, recall
 

@@ -25,6 +25,17 @@ def test_every_script_answers_help_with_exit_codes(name):
 
 
 @pytest.mark.parametrize("name", SCRIPT_NAMES)
+def test_every_script_is_executable_on_disk_and_in_git(name):
+    """SKILL.md and README run scripts as commands ($S/memory.py …): without the executable bit an agent gets
+    `Permission denied` (exit 126). git stores the bit, so a checkout gets it only if the index has it."""
+    assert os.access(SCRIPTS / name, os.X_OK), f"chmod +x scripts/{name}"
+    staged = subprocess.run(["git", "ls-files", "-s", "--", f"scripts/{name}"], cwd=PROJECT, capture_output=True, text=True)
+    if staged.returncode == 0 and staged.stdout:  # a git checkout (an installed copy may have no .git)
+        assert staged.stdout.startswith("100755 "), f"git update-index --chmod=+x scripts/{name}"
+    assert (SCRIPTS / name).read_text().startswith("#!/usr/bin/env python3\n")
+
+
+@pytest.mark.parametrize("name", SCRIPT_NAMES)
 def test_help_does_not_import_heavy_libraries(name):
     code = (
         "import runpy, sys\n"
@@ -78,6 +89,13 @@ def test_exit_codes_are_documented_in_the_reference():
     for code in codes:
         assert re.search(rf"^\| {code} \|", reference, re.MULTILINE), f"exit code {code} missing from references/cli.md"
         assert code in errors.EXIT_MEANINGS, f"exit code {code} has no meaning for --help"
+
+
+@pytest.mark.parametrize("document", ["SKILL.md", "references/cli.md"])
+def test_the_exit_code_tables_say_how_a_stopped_command_ends(document):
+    table = (PROJECT / document).read_text()
+    for code in (130, 143):
+        assert re.search(rf"^\| {code} \|", table, re.MULTILINE), f"exit {code} missing from the table in {document}"
 
 
 def test_the_plugin_manifest_ships_the_skill_and_the_mcp_server():

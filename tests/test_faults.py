@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import SCRIPTS, run_script, store_contents
+from conftest import SCRIPTS, run_script, server_collection, store_contents
 
 FAULTRUN = Path(__file__).with_name("faultrun.py")
 
@@ -25,16 +25,16 @@ FLUSH_STEPS = [
     "rag_search.vectors.VectorIndex.delete",
 ]
 PUBLISH_STEPS = [
-    "rag_search.store.Store.verify",
+    "rag_search.store_writer.StoreWriter.verify",
     "rag_search.atomic.fsync_tree",
     "rag_search.generations.install",
     "rag_search.generations.point_current",
     "rag_search.generations.collect_garbage#2",  # #1 is the clean-up when the run starts
 ]
 SERVER_STEPS = [
-    "rag_search.store.ServerJournal.record",
+    "rag_search.server_vectors.ServerJournal.record",
     "rag_search.vectors.VectorIndex.stamp",
-    "rag_search.store.ServerJournal.clear",
+    "rag_search.server_vectors.ServerJournal.clear",
 ]
 NOTES = {
     "keep.md": "# Keep\n\nThe backup job runs at 02:00 and keeps seven daily snapshots.\n",
@@ -168,7 +168,7 @@ def test_server_orphans_owned_by_this_machine_are_found_and_removed(server, tmp_
     assert run_script("index_personal.py", "--data-dir", data, "--chroma-url", server, root).code == 0
     owner = (data / "owner").read_text().strip()
     port = int(server.rsplit(":", 1)[1])
-    collection = chromadb.HttpClient(host="127.0.0.1", port=port).get_collection("personal")
+    collection = chromadb.HttpClient(host="127.0.0.1", port=port).get_collection(server_collection("personal"))
     collection.add(ids=["orphan-of-ours", "someone-elses"], embeddings=[[0.1] * 384, [0.2] * 384], documents=["orphan", "theirs"],
                    metadatas=[{"owner": owner, "file": "x.md"}, {"owner": "another-machine", "file": "y.md"}])
     (root / "added.md").write_text("# Added\n\nA new note makes the next run publish and verify.\n")

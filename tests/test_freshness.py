@@ -3,7 +3,7 @@
 import fcntl
 import os
 
-from conftest import run_script
+from conftest import fill, run_script, store_contents
 
 
 def search(env, query, *args):
@@ -58,3 +58,58 @@ def test_no_refresh_leaves_the_index_as_it_is(state_dir, tmp_path):
     (state_dir / "notes" / "fresh.md").write_text("# Zeppelin hangar\nThe zeppelin hangar lease ends in March.\n")
     result = search(env, "zeppelin hangar lease", "--no-refresh")
     assert all(r["file"] != "notes/fresh.md" for r in result.json["results"]) and "stale" not in result.json
+
+
+def test_an_edit_to_an_included_file_is_found_at_search_time(state_dir, tmp_path):
+    (state_dir / "notes" / "ports.md").write_text("The gateway listens on port 9443.\n")
+    (state_dir / "notes" / "gateway.md").write_text("# Gateway\n\n{!notes/ports.md!}\n")
+    env = index_env(state_dir, tmp_path)
+    (state_dir / "notes" / "ports.md").write_text("The gateway listens on port 7443 since the migration.\n")
+    os.utime(state_dir / "notes" / "gateway.md", (1_600_000_000, 1_600_000_000))  # the including note itself is old
+    result = search(env, "which port does the gateway listen on since the migration", "--mode", "lexical")
+    assert "stale" not in result.json, result.json
+    gateway = [chunk["text"] for chunk in store_contents(tmp_path / "data").values() if chunk["metadata"]["file"] == "notes/gateway.md"]
+    assert gateway and "7443" in " ".join(gateway), gateway
+
+
+def test_a_folder_unreadable_for_a_moment_removes_nothing_at_search_time(state_dir, tmp_path, monkeypatch):
+    """Issue 23, finding 6. As root, no permission makes a folder unreadable, so the walk's failure is simulated."""
+    from rag_search.config import load_settings
+    from rag_search.freshness import find_changes
+
+    env = index_env(state_dir, tmp_path)
+    real_scandir = os.scandir
+
+    def scandir(path="."):
+        if os.fspath(path) == str(state_dir / "notes"):
+            raise PermissionError(13, "Permission denied", os.fspath(path))
+        return real_scandir(path)
+
+    monkeypatch.setattr(os, "scandir", scandir)
+    changes = find_changes(load_settings(data_dir=env["RAG_SEARCH_HOME"]))
+    assert changes is not None and changes.gone == [], changes.gone
+
+
+def test_a_search_answers_when_the_freshness_write_fails(state_dir, small_disk):
+    """Issue 23, finding 6: a full disk failed the search (exit 7) where --no-refresh answered."""
+    env = {"RAG_SEARCH_HOME": str(small_disk / "data")}
+    assert run_script("index_personal.py", "--quiet", state_dir, env=env).code == 0
+    (state_dir / "notes" / "fresh.md").write_text("# Zeppelin hangar\nThe zeppelin hangar lease ends in March.\n")
+    fill(small_disk)
+    result = run_script("search.py", "--index", "personal", "why is ArgoCD self-heal off?", env=env)
+    assert result.code == 0, result
+    assert result.json["results"] and result.json["stale"]["files"] == 1
+
+
+def test_a_note_that_cannot_be_indexed_is_reported_by_one_search_not_by_every_search(state_dir, tmp_path):
+    env = index_env(state_dir, tmp_path)
+    scan = state_dir / "notes" / "scan.md"
+    scan.write_bytes(b"%PDF-1.7\x00\x01 a scan saved with the wrong name")
+    first = search(env, "zeppelin hangar")
+    assert "skipped" in first.stderr and "scan.md" in first.stderr
+    second = search(env, "zeppelin hangar")
+    assert second.stderr == "" and "stale" not in second.json, "skipped as it is: not retried until it changes"
+    root = run_script("status.py", env=env).json["personal_roots"][0]
+    assert {"file": "notes/scan.md", "reason": "binary file (contains NUL bytes)"} in root["skipped"]
+    scan.write_text("# Scan\nThe zeppelin hangar scan, as text now.\n")
+    assert search(env, "zeppelin hangar scan").json["results"][0]["file"] == "notes/scan.md"

@@ -19,7 +19,7 @@ import time
 import numpy as np
 import pytest
 
-from conftest import SCRIPTS, files_in_store, run_script, store_contents
+from conftest import SCRIPTS, files_in_store, fill, run_script, store_contents
 
 
 def index(data, root, *args):
@@ -180,23 +180,6 @@ def test_a_missing_generation_folder_or_lock_file_is_not_fatal(state_dir, tmp_pa
     assert "notes/new.md" in files_in_store(data)
 
 
-@pytest.fixture
-def small_disk(tmp_path):
-    """A 200 MB tmpfs (needs root); the test is skipped where it cannot be mounted."""
-    mount_point = tmp_path / "disk"
-    mount_point.mkdir()
-    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=200m", "tmpfs", str(mount_point)], capture_output=True).returncode:
-        pytest.skip("cannot mount a tmpfs here (not root?)")
-    yield mount_point
-    subprocess.run(["umount", "-l", str(mount_point)], check=True)
-
-
-def fill(disk, leave_bytes=0):
-    free = os.statvfs(disk).f_bavail * os.statvfs(disk).f_frsize
-    with open(disk / "filler", "wb") as filler:
-        filler.write(b"\0" * max(0, free - leave_bytes))
-
-
 def test_a_full_disk_mid_run_fails_clearly_and_the_previous_generation_still_serves(state_dir, small_disk):
     data = small_disk / "data"
     assert index(data, state_dir).code == 0
@@ -354,13 +337,15 @@ def test_a_work_generation_that_disagrees_with_itself_is_never_published(damage,
     """Verification before publishing: catalog, keyword index and vectors must hold the same chunks."""
     sys.path.insert(0, str(SCRIPTS))
     from rag_search.config import load_settings
+    from rag_search.embedding import find_model
     from rag_search.errors import StoreError
-    from rag_search.store import Store
+    from rag_search.store import Store, fingerprint
 
     data = tmp_path / "data"
     assert index(data, state_dir).code == 0
     before, published = comparable(data), current(data)
-    store = Store.open_for_writing(load_settings(data_dir=str(data)), "personal")
+    settings = load_settings(data_dir=str(data))
+    store = Store.open_for_writing(settings, "personal", fingerprint(find_model(), settings.embedding))
     try:
         keys = sorted(store.documents())
         assert store.remove(keys[:1]) > 0
@@ -371,7 +356,7 @@ def test_a_work_generation_that_disagrees_with_itself_is_never_published(damage,
             db.close()
         else:
             survivor = store.document_chunks(keys[1])[0].id
-            store._vectors.delete([survivor])
+            store._vectors.index.delete([survivor])
         with pytest.raises(StoreError, match="inconsistent"):
             store.commit()
     finally:

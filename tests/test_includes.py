@@ -1,8 +1,10 @@
 """Include stubs of MkDocs, pymdownx snippets, Hugo and Docusaurus, resolved inside the source's folder."""
 
+import time
+
 import pytest
 
-from rag_search.includes import resolve_includes
+from rag_search.includes import expand_page, resolve_includes
 
 MAX = 1_000_000
 
@@ -21,7 +23,7 @@ def expand(root, text, page="guide/page.md", max_bytes=MAX):
     return resolve_includes(text, root / page, root, max_bytes)
 
 
-@pytest.mark.parametrize("stub", [
+FORMS = [
     '--8<-- "includes/business.md"',
     "--8<-- 'includes/business.md'",
     "--8<-- includes/business.md",
@@ -31,7 +33,10 @@ def expand(root, text, page="guide/page.md", max_bytes=MAX):
     '{% include "../includes/business.md" %}',
     '{{< readfile file="/includes/business.md" >}}',
     '{{% readfile "includes/business.md" markdown="true" %}}',
-])
+]
+
+
+@pytest.mark.parametrize("stub", FORMS)
 def test_each_form_is_replaced_by_the_included_text_without_its_front_matter(site, stub):
     result = expand(site, f"# Page\n\n{stub}\n\nAfter.\n")
     assert result.text == "# Page\n\nTraefik for business applications.\n\nAfter.\n"
@@ -75,3 +80,52 @@ def test_stubs_that_cannot_be_resolved_stay_as_written_and_are_reported(site, st
 def test_shell_parameter_expansion_is_not_a_stub(site):
     text = 'for idx in "${!SECRETS[@]}"; do echo; done\n;--8<-- "includes/business.md"\n'
     assert expand(site, text).text == text
+
+
+@pytest.mark.parametrize("stub", FORMS)
+def test_each_form_stops_at_the_budget_and_says_so(site, stub):
+    result = expand(site, f"# Page\n\n{stub}\n\n{stub}\n", max_bytes=60)
+    assert result.text == f"# Page\n\nTraefik for business applications.\n\n{stub}\n"
+    assert [problem.split(" ", 1)[1] for problem in result.unresolved] == ["(include budget of 60 bytes used up)"]
+
+
+def test_a_docusaurus_part_counts_at_every_usage(site):
+    text = "import Part from './_part.mdx'\n\n<Part />\n\n<Part />\n"
+    result = expand(site, text, max_bytes=40)
+    assert result.text == "import Part from './_part.mdx'\n\nThe SDK installs a chart.\n\n<Part />\n"
+    assert result.unresolved == ["./_part.mdx (include budget of 40 bytes used up)"]
+
+
+def test_the_indent_given_to_included_lines_counts_against_the_budget(site):
+    (site / "includes" / "lines.md").write_text("x\n" * 100)
+    text = " " * 40 + '--8<-- "includes/lines.md"\n'
+    assert expand(site, text, max_bytes=1000).text == text
+
+
+def test_parts_used_many_times_at_every_level_stay_within_the_budget(site):
+    """A reporter's 12 KB of MDX parts, each using the next many times, expanded to 123 million characters."""
+    for level in range(3):
+        (site / "guide" / f"_level{level}.mdx").write_text(
+            f"import Next from './_level{level + 1}.mdx'\n\n" + "Some words.\n<Next />\n" * 50)
+    (site / "guide" / "_level3.mdx").write_text("A paragraph that every level repeats, long enough to add up quickly.\n")
+    text = "import Top from './_level0.mdx'\n\n" + "<Top />\n" * 50
+    started = time.monotonic()
+    result = expand(site, text, max_bytes=100_000)
+    assert time.monotonic() - started < 10
+    assert len(text) < len(result.text) <= len(text) + 100_000
+    assert "./_level2.mdx (include budget of 100000 bytes used up)" in result.unresolved
+
+
+def test_the_files_included_are_listed_once_in_the_order_first_included(site):
+    (site / "includes" / "outer.md").write_text("Outer.\n{!includes/inner.md!}\n{!includes/business.md!}\n")
+    (site / "includes" / "inner.md").write_text("Inner.\n")
+    text = "import Part from './_part.mdx'\n{!includes/outer.md!}\n{!includes/nowhere.md!}\n{!includes/business.md!}\n<Part />\n"
+    listed = [site / "includes" / name for name in ("outer.md", "inner.md", "business.md")] + [site / "guide" / "_part.mdx"]
+    assert expand(site, text).files == [path.resolve() for path in listed]
+
+
+def test_expand_page_returns_the_files_it_included_and_leaves_other_kinds_alone(site):
+    page = site / "guide" / "page.md"
+    assert expand_page("markdown", "{!includes/business.md!}", page, site, MAX) == (
+        "Traefik for business applications.", [], [(site / "includes" / "business.md").resolve()])
+    assert expand_page("code", "{!includes/business.md!}", page, site, MAX) == ("{!includes/business.md!}", [], [])

@@ -59,13 +59,15 @@ def test_a_session_lists_tools_searches_reads_and_follows_an_index_run(example_d
         failed, after = await call(client, "search", query="zebracorn", top_k=1, mode="lexical")
         assert not failed, after
         # The old generation was released: the next run can delete it.
-        again = await asyncio.to_thread(run_script, "index_personal.py", "--data-dir", example_data, state_dir, "--full")
+        again = await asyncio.to_thread(run_script, "index_personal.py", "--data-dir", example_data, state_dir, "--full",
+                                        "--allow-shrink")  # the rebuild drops the example's own root
         assert again.code == 0, again
         return tools, before, document, chunk, report, after
 
     tools, before, document, chunk, report, after = session(example_data, isolated_home, steps)
 
-    assert set(tools) == {"search", "get_document", "status", "memory_list", "memory_query", "memory_add"}
+    assert set(tools) == {"search", "get_document", "status", "memory_list", "memory_query", "memory_add", "memory_remove",
+                          "memory_update"}
     assert {"query", "top_k", "source", "since", "verbose"} <= set(tools["search"].input_schema["properties"])
     cli = run_script("search.py", "--data-dir", example_data, "--top-k", "3", QUESTION)
     assert cli.code == 0, cli
@@ -137,6 +139,49 @@ def test_memory_tools_record_an_entry_that_the_next_query_recalls(example_data, 
     assert recalled["entries"][0]["id"] == added["added"]["id"], recalled
     assert listed["entries"][0]["id"] == added["added"]["id"], "newest first"
     assert refused, "a confidence over 1 is refused"
+
+
+def test_memory_tools_refuse_blank_input_add_once_and_remove_or_update_only_when_confirmed(example_data, state_dir, isolated_home):
+    """What memory.py add, remove and update do, over MCP: `confirm: true` stands for --yes (the server cannot prompt)."""
+    memory_file = state_dir / "memory" / "agent.json"
+    lesson = "The quokka runner needs the cache volume mounted read-write"
+
+    async def steps(client):
+        seen = {"blank lesson": await call(client, "memory_add", type="lesson_learned", lesson="   "),
+                "blank type": await call(client, "memory_add", type="", lesson=lesson)}
+        seen["first"] = await call(client, "memory_add", type="failure_pattern", lesson=lesson, loop_id="l-3", iteration=2)
+        seen["again"] = await call(client, "memory_add", type="failure_pattern", lesson=lesson, loop_id="l-3", iteration=2)
+        seen["given id"] = await call(client, "memory_add", id="ralph-7", type="lesson_learned", lesson="pin the quokka image")
+        entry_id = seen["first"][1]["added"]["id"]
+        seen["update preview"] = await call(client, "memory_update", id=entry_id, lesson="The quokka runner mounts its cache rw")
+        seen["after preview"] = json.loads(memory_file.read_text())
+        seen["update blank"] = await call(client, "memory_update", id=entry_id, lesson=" ", confirm=True)
+        seen["update"] = await call(client, "memory_update", id=entry_id, lesson="The quokka runner mounts its cache rw", confirm=True)
+        seen["recalled"] = await call(client, "memory_query", text="quokka cache mount")
+        seen["remove preview"] = await call(client, "memory_remove", ids=["ralph-7"])
+        seen["remove unknown"] = await call(client, "memory_remove", ids=["nope"], confirm=True)
+        seen["remove"] = await call(client, "memory_remove", ids=["ralph-7"], confirm=True)
+        seen["listed"] = await call(client, "memory_list")
+        return seen
+
+    seen = session(example_data, isolated_home, steps, RAG_SEARCH_PERSONAL_DIRS=str(state_dir), RAG_SEARCH_MEMORY_FILE=str(memory_file))
+    for name, message in (("blank lesson", "lesson is blank"), ("blank type", "type is blank"), ("update blank", "lesson is blank"),
+                          ("remove unknown", "nope")):
+        failed, payload = seen[name]
+        assert failed and payload["error"]["code"] == 2 and message in payload["error"]["message"], (name, payload)
+    for name in ("first", "again", "given id", "update preview", "update", "recalled", "remove preview", "remove", "listed"):
+        assert not seen[name][0], (name, seen[name])
+    first, again = seen["first"][1], seen["again"][1]
+    assert first["added"]["iteration"] == 2 and first["created"] and not again["created"] and again["added"] == first["added"]
+    assert seen["given id"][1]["added"]["id"] == "ralph-7"
+    assert seen["update preview"][1]["would_update"] == 1 and "confirm" in seen["update preview"][1]["hint"]
+    assert seen["after preview"][0]["lesson"] == lesson, "a preview changes nothing"
+    assert seen["update"][1]["updated"] == 1 and seen["update"][1]["indexed"]
+    assert seen["recalled"][1]["entries"][0]["lesson"] == "The quokka runner mounts its cache rw"
+    assert seen["remove preview"][1]["would_remove"] == 1 and "confirm" in seen["remove preview"][1]["hint"]
+    assert seen["remove"][1]["removed"] == 1 and seen["remove"][1]["backup"]
+    assert [entry["id"] for entry in json.loads(memory_file.read_text())] == [first["added"]["id"]]
+    assert "ralph-7" not in [entry["id"] for entry in seen["listed"][1]["entries"]]
 
 
 def test_search_brings_in_a_note_written_since_the_index_like_search_py(state_dir, tmp_path, isolated_home):

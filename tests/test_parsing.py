@@ -1,4 +1,5 @@
 import json
+import time
 
 import pytest
 
@@ -47,11 +48,93 @@ def test_setext_headings():
     assert [s.path for s in sections] == [["Title"], ["Title", "Part"]]
 
 
+@pytest.mark.parametrize("line", ["- item", "* item", "+ item", "1. item", "12) item", "  - nested item", "> a quote",
+                                  "| a | b |", "    indented code"])
+@pytest.mark.parametrize("underline", ["---", "==="])
+def test_an_underline_after_a_list_item_quote_table_row_or_code_is_not_a_heading(line, underline):
+    """CommonMark: only a paragraph takes a setext underline; `- item` then `---` is a list, then a thematic break."""
+    sections = parse("markdown", f"intro\n\n{line}\n{underline}\nafter\n", "n.md").sections
+    assert [s.path for s in sections] == [["n"]]
+    assert f"{line}\n{underline}\nafter" in sections[0].text
+
+
+@pytest.mark.parametrize(("text", "heading"), [("Title\n---\nbody", "Title"), ("  Title\n===\nbody", "Title"),
+                                               ("1.5 million requests\n---\nbody", "1.5 million requests"),
+                                               ("-item\n---\nbody", "-item"), ("intro\n\nPart\n---\nbody", "Part")])
+def test_a_paragraph_line_over_an_underline_is_still_a_heading(text, heading):
+    assert parse("markdown", text, "n.md").sections[-1].path[-1] == heading
+
+
+def test_a_lazy_continuation_of_a_list_item_is_not_a_heading():
+    sections = parse("markdown", "- item\nlazy continuation\n---\nafter\n", "n.md").sections
+    assert [s.path for s in sections] == [["n"]]
+
+
+# The head of an API gateway's pages: its licence in a comment, each line a `#` line.
+LICENCE = ("<!--\n#\n# Licensed to the Apache Software Foundation (ASF) under one or more\n# contributor license agreements.\n"
+           "#\n-->\n\n")
+
+
+def test_html_comments_are_never_text_or_headings():
+    text = (LICENCE + "# Rate limiting\n\nThe gateway <!-- TODO: numbers --> limits each consumer.\n<!-- a\n## draft\n-->\n"
+            "Its window slides.\n\n## Headers<!-- -->\n\nIt answers 429.<!--\nmore\n--> Then it resets.\n")
+    parsed = parse("markdown", text, "limits.md")
+    assert parsed.metadata == {"title": "Rate limiting"}
+    assert [(s.path, s.text) for s in parsed.sections] == [
+        (["Rate limiting"], "The gateway  limits each consumer.\n\nIts window slides."),
+        (["Rate limiting", "Headers"], "It answers 429.\n Then it resets."),
+    ]
+
+
+def test_html_comments_in_code_are_code_and_one_never_closed_is_text():
+    text = ("# Templates\n\nWrite `<!-- more -->` to cut the summary.\n\n```html\n<!-- header -->\n<p>\n```\n\n"
+            "An arrow <!-- that never closes stays.\n")
+    parsed = parse("markdown", text, "t.md")
+    assert [s.text for s in parsed.sections] == [text.split("\n", 2)[2].strip()]
+
+
+@pytest.mark.parametrize("line", ["<!--" * 250_000, "` `` <!--" * 100_000, "`` ` <!-- x --> `" * 60_000, "](" * 500_000,
+                                  "![" * 500_000, "<" * 1_000_000])
+def test_a_hostile_line_of_markup_parses_in_linear_time(line):
+    started = time.monotonic()
+    parse("markdown", line + "\n-->\n", "hostile.md")
+    assert time.monotonic() - started < 5, "a regex looking ahead from each mark took minutes"
+
+
+@pytest.mark.parametrize("markup", ["---", "* * *", '<div align="center">', "</div>\n<br/>", "![Architecture](img/arch.png)",
+                                    "[![Build](https://ci.example/badge.svg)](https://ci.example)", "<!--", "-->", "| | |\n|---|---|"])
+def test_a_section_of_nothing_but_markup_makes_no_section(markup):
+    parsed = parse("markdown", f"# Guide\n\n{markup}\n\n## Install\n\nRun the installer.\n\n## Usage\n\n{markup}\n", "g.md")
+    assert [(s.path, s.text) for s in parsed.sections] == [(["Guide", "Install"], "Run the installer.")]
+
+
+@pytest.mark.parametrize("text", ["<details><summary>Why</summary>", "![](a.png) Figure 1", "[Docs](https://x.example)", "42"])
+def test_markup_with_a_word_in_it_is_a_section(text):
+    assert [s.text for s in parse("markdown", f"# Guide\n\n{text}\n", "g.md").sections] == [text]
+
+
 def test_malformed_front_matter_loses_its_metadata_but_never_the_body():
-    parsed = parse("markdown", "---\ntitle: [unclosed\ndate: 2025-01-15\n---\n# Proposal\nThe body.\n", "bad.md")
+    parsed = parse("markdown", "---\ntitle:\n  draft: [unclosed\n---\n# Proposal\nThe body.\n", "bad.md")
     assert [(s.path, s.text) for s in parsed.sections] == [(["Proposal"], "The body.")]
     assert parsed.metadata == {"title": "Proposal"}
-    assert len(parsed.warnings) == 1 and "malformed front matter" in parsed.warnings[0]
+    assert len(parsed.warnings) == 1 and "malformed front matter ignored" in parsed.warnings[0]
+
+
+@pytest.mark.parametrize("tags", ["[incident, 'billing']", "\n  - incident\n  - billing", "\n- incident\n- \"billing\"",
+                                  "incident, billing"])
+def test_flat_front_matter_that_is_not_yaml_is_read_line_by_line(tags):
+    text = f"---\ntitle: Postmortem: billing-api outage\ndate: 2025-02-05\ntags: {tags}\n---\nThe body: it survives.\n"
+    parsed = parse("markdown", text, "pm.md")
+    assert _without_ts(parsed.metadata) == {"title": "Postmortem: billing-api outage", "date": "2025-02-05",
+                                            "tags": ["incident", "billing"]}
+    assert [(s.path, s.text) for s in parsed.sections] == [(["Postmortem: billing-api outage"], "The body: it survives.")]
+    assert len(parsed.warnings) == 1 and "read line by line" in parsed.warnings[0]
+
+
+def test_front_matter_read_line_by_line_keeps_a_value_as_written_and_leaves_nested_keys_out():
+    text = "---\ntitle: [WIP] Rollout plan\ndescription: 'Phase 1: canary'\nowner:\n  team: sre\n---\nbody\n"
+    parsed = parse("markdown", text, "plan.md")
+    assert parsed.metadata == {"title": "[WIP] Rollout plan", "description": "Phase 1: canary"}
 
 
 @pytest.mark.parametrize("text", [
@@ -59,7 +142,6 @@ def test_malformed_front_matter_loses_its_metadata_but_never_the_body():
     "---\nNo closing rule follows, so this is prose.\n",
     "---\n\n- a list\n- of items\n\n---\nafter\n",
     "---\n\n## A heading between rules\nand a paragraph\n\n---\n\nmore text\n",
-    "---\n",
 ])
 def test_a_note_opening_with_a_horizontal_rule_keeps_all_its_text(text):
     parsed = parse("markdown", text, "note.md")
@@ -132,11 +214,20 @@ def test_an_object_of_memory_entries_is_one_record_each():
     assert _without_ts(sections[0].metadata) == ENTRY_METADATA
 
 
-def test_entries_under_a_key_of_a_memory_file_are_one_record_each():
+def test_entries_under_a_key_of_a_memory_file_are_one_record_each_and_the_file_is_dated_by_its_own_date():
     data = {"version": 2, "updated": "2026-04-02", "entries": [ENTRY]}
-    sections = parse("json", json.dumps(data), "memory.json").sections
-    assert [s.path for s in sections] == [["memory.json", "version"], ["memory.json", "updated"], ["memory.json", "entries[0]"]]
-    assert _without_ts(sections[2].metadata) == ENTRY_METADATA
+    parsed = parse("json", json.dumps(data), "memory.json")
+    assert [s.path for s in parsed.sections] == [["memory.json", "entries[0]"]], "no chunk is a bare version or date"
+    assert _without_ts(parsed.sections[0].metadata) == ENTRY_METADATA
+    assert _without_ts(parsed.metadata) == {"title": "memory.json", "date": "2026-04-02"}
+
+
+def test_the_own_fields_of_a_file_of_records_are_one_record_not_one_chunk_each():
+    data = {"updated": "2026-11-22", "owner": "platform team", "entries": {"a1": ENTRY}, "region": "eu-west-1"}
+    parsed = parse("json", json.dumps(data), "kb.json")
+    assert [(s.path, s.text) for s in parsed.sections][0] == (["kb.json"], "owner: platform team\nregion: eu-west-1")
+    assert [s.path for s in parsed.sections][1:] == [["kb.json", "entries.a1"]]
+    assert parsed.metadata["date"] == "2026-11-22"
 
 
 def test_a_nested_knowledge_object_keeps_one_record_per_key_and_opens_lists_of_records():
@@ -151,21 +242,21 @@ def test_a_nested_knowledge_object_keeps_one_record_per_key_and_opens_lists_of_r
     }
     sections = parse("json", json.dumps(data), "kb.json").sections
     assert [s.path for s in sections] == [
+        ["kb.json"],
         ["kb.json", "decisions[0]"],
         ["kb.json", "decisions[1]"],
-        ["kb.json", "shell"],
         ["kb.json", "editor"],
         ["kb.json", "kubernetes.cluster"],
         ["kb.json", "kubernetes.ingress"],
     ]
-    assert sections[2].text == "zsh"
+    assert sections.pop(0).text == "shell: zsh", "a scalar beside records is a field of the file, not a chunk of its own"
     first = sections[0]
     assert "decision: A" in first.text and "tags: X, #y" in first.text
     assert _without_ts(first.metadata) == {"date": "2025-01-15", "type": "decision", "record_id": "d1", "confidence": 0.9,
                                            "tags": ["x", "y"]}
     assert _without_ts(sections[1].metadata) == {"date": "2025-02-01T10:00:00Z", "record_id": "d2", "context": "k8s setup",
                                                  "status": "accepted"}
-    assert sections[3].text == "name: neovim\nplugins: lazy, telescope"
+    assert sections[2].text == "name: neovim\nplugins: lazy, telescope"
 
 
 def test_a_small_flat_object_is_one_record_and_a_huge_one_is_not():

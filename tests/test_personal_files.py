@@ -87,7 +87,7 @@ def test_fifo_is_skipped_without_being_opened(tmp_path):
         (b"", "empty file"),
         (b"  \n\t\n", "empty file"),
         (b"\x89PNG\r\n\x1a\n\x00\x00binary", "binary file"),
-        (b"caf\xe9 au lait", "not valid UTF-8"),
+        (bytes(range(128, 256)) * 3, "not valid UTF-8"),  # no encoding reads it as text
         (b"x" * 2000, "larger than"),
     ],
 )
@@ -101,7 +101,23 @@ def test_unreadable_content_is_skipped_with_a_reason(tmp_path, content, reason):
 def test_utf8_with_bom_is_read(tmp_path):
     path = tmp_path / "bom.md"
     path.write_bytes("\ufeff# Title\nbody".encode("utf-8"))
-    assert read_text(path, 1000) == "# Title\nbody"
+    assert read_text(path, 1000) == ("# Title\nbody", None)
+
+
+@pytest.mark.parametrize(
+    "text, written_as, read_as",
+    [
+        ("# Café\nLe café est prêt, naïve résumé du jour à Zürich.\n", "latin-1", "cp1252"),  # latin-1 text is cp1252 text
+        ("# Pricing\nThe “premium” plan costs 20 € a month — it’s cheaper yearly.\n", "cp1252", "cp1252"),
+        ("# Кластер\nЭто заметка о кластере и его настройке. Всё работает хорошо.\n", "cp1251", "cp1251"),
+        ("# Notes\nSaved by Windows PowerShell, which writes UTF-16.\n", "utf-16", "utf-16"),
+    ],
+    ids=["latin-1", "cp1252", "cp1251", "utf-16"],
+)
+def test_text_in_another_encoding_is_decoded_and_says_which(tmp_path, text, written_as, read_as):
+    path = tmp_path / "note.md"
+    path.write_bytes(text.encode(written_as))
+    assert read_text(path, 10_000) == (text, read_as)
 
 
 @pytest.mark.skipif(os.geteuid() == 0, reason="root reads files whatever their mode")

@@ -1,5 +1,8 @@
 """The sources.json registry: validation, unknown fields, atomic and safe writes."""
 
+import builtins
+import errno
+import io
 import json
 
 import pytest
@@ -95,11 +98,47 @@ def test_a_concurrent_edit_is_never_lost(tmp_path):
     assert [s["id"] for s in json.loads(path.read_text())["sources"]] == ["k0s", "argocd", "runbooks"]
 
 
-def test_writes_are_atomic_and_leave_no_temp_files(tmp_path):
+class _DiskFull:
+    """A file whose writes stop halfway with ENOSPC, as on a full disk."""
+
+    def __init__(self, handle):
+        self._handle = handle
+
+    def __getattr__(self, name):
+        return getattr(self._handle, name)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc_info):
+        self._handle.close()
+
+    def write(self, data):
+        self._handle.write(data[: len(data) // 2])
+        self._handle.flush()
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+
+def test_a_write_that_fails_halfway_leaves_the_old_file_whole_and_no_temp_files(tmp_path, monkeypatch):
     folder = tmp_path / "references"
     folder.mkdir()
-    path = write(folder / "sources.json", {"sources": []})
+    path = write(folder / "sources.json", {"sources": [GIT]})
+    before = path.read_bytes()
+    real_open = io.open
+
+    def open_on_a_full_disk(file, mode="r", *args, **kwargs):
+        handle = real_open(file, mode, *args, **kwargs)
+        return handle if set(mode) <= {"r", "b", "t"} else _DiskFull(handle)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(io, "open", open_on_a_full_disk)  # os.fdopen and Path.open
+        patch.setattr(builtins, "open", open_on_a_full_disk)
+        with pytest.raises(OSError, match="No space left"):
+            registry.update(path, lambda reg: reg.add(WEB))
+    assert path.read_bytes() == before
+    assert [s.id for s in registry.load(path).sources] == ["k0s"]
     registry.update(path, lambda reg: reg.add(WEB))
+    assert [s.id for s in registry.load(path).sources] == ["k0s", "argocd"]
     leftovers = [p.name for p in folder.iterdir() if p.name not in ("sources.json", ".sources.json.lock")]
     assert leftovers == []
 

@@ -2,11 +2,11 @@
 
 import time
 
-from rag_search import lexical
+from rag_search import lexical, output
 from rag_search.catalog import Catalog
 from rag_search.records import ChunkRecord, DocumentRecord, Filters, Hit
-from rag_search.retrieval import SearchOptions, _cap_per_file, _rank, _within_budget
-from rag_search.store import _where
+from rag_search.retrieval import SearchOptions, SearchResult, _cap_per_file, _rank
+from rag_search.vectors import where as _where
 
 
 def hit(chunk_id, file="a.md", collection="docs", score=0.5, text="x", dense=None, lexical_rank=None, bm25=None, date_ts=None,
@@ -41,9 +41,16 @@ def test_fusion_weights_and_k():
 
 
 def test_single_modes_keep_their_own_order():
-    candidates = {"a": hit("a", score=0.9, dense=1, lexical_rank=2, bm25=1.0), "b": hit("b", score=0.4, dense=2, lexical_rank=1, bm25=9.0)}
-    assert _rank(candidates, ["a", "b"], [], SearchOptions(mode="dense")) == ["a", "b"]
-    assert _rank(candidates, [], ["b", "a"], SearchOptions(mode="lexical")) == ["b", "a"]
+    """Three orders that all differ, so a single mode that fell back to fusion is seen."""
+    candidates = {
+        "p": hit("p", score=0.9, dense=1, lexical_rank=2, bm25=6.0),
+        "q": hit("q", score=0.7, dense=2, lexical_rank=3, bm25=3.0),
+        "r": hit("r", score=0.5, dense=3, lexical_rank=1, bm25=9.0),
+    }
+    dense_order, lexical_order = ["p", "q", "r"], ["r", "p", "q"]
+    assert _rank(candidates, dense_order, lexical_order, SearchOptions()) == ["p", "r", "q"]  # 1/11+1/12, 1/13+1/11, 1/12+1/13
+    assert _rank(candidates, dense_order, lexical_order, SearchOptions(mode="dense")) == dense_order
+    assert _rank(candidates, dense_order, lexical_order, SearchOptions(mode="lexical")) == lexical_order
 
 
 def test_recency_favours_newer_personal_chunks_only():
@@ -92,18 +99,38 @@ def test_per_file_cap():
     assert len(_cap_per_file(hits, 0)) == 5
 
 
-def test_token_budget_keeps_leading_results_that_fit():
-    hits = [hit("1", text="a" * 400), hit("2", text="b" * 400), hit("3", text="c" * 40)]
-    kept, truncated = _within_budget(hits, 205)  # 100 + 100 tokens fit, the next 10 do not
-    assert [h.id for h in kept] == ["1", "2"] and truncated
-    kept, truncated = _within_budget(hits, 10_000)
-    assert len(kept) == 3 and not truncated
+def answer(*hits, metadata_only=False, explain=False) -> dict:
+    return output.result_payload(SearchResult("q", list(hits), ["docs"], 10), metadata_only=metadata_only, explain=explain)
+
+
+def test_token_budget_keeps_the_leading_results_whose_whole_answer_fits():
+    whole = answer(hit("1", "a.md", text="a" * 400), hit("2", "b.md", text="b" * 400), hit("3", "c.md", text="c" * 40))
+    size = output.answer_tokens(whole)
+    kept = output.within_budget(whole, size - 5)
+    assert [item["id"] for item in kept["results"]] == ["1", "2"] and kept["truncated"]
+    assert output.answer_tokens(kept) <= size - 5
+    assert output.within_budget(whole, size) == whole and not whole["truncated"]
 
 
 def test_a_first_result_larger_than_the_budget_is_cut_to_fit():
-    kept, truncated = _within_budget([hit("1", text="z" * 4000), hit("2")], 100)
-    assert [h.id for h in kept] == ["1"] and len(kept[0].text) == 400 and truncated
-    assert kept[0].explain["cut_to_budget"] is True
+    whole = answer(hit("1", text="z" * 4000), hit("2"), explain=True)
+    kept = output.within_budget(whole, 300)
+    assert [item["id"] for item in kept["results"]] == ["1"] and kept["truncated"]
+    assert 300 - 2 <= output.answer_tokens(kept) <= 300, "the chunk is cut no more than it must be"
+    assert kept["results"][0]["explain"]["cut_to_budget"] is True
+    assert len(whole["results"][0]["chunk"]) == 4000, "the answer given is not changed"
+
+
+def test_the_budget_counts_only_what_is_printed():
+    long = [hit(str(n), f"{n}.md", text="w" * 2000) for n in range(5)]
+    with_text = output.within_budget(answer(*long), 600)
+    bare = output.within_budget(answer(*long, metadata_only=True), 600)
+    assert len(with_text["results"]) == 1 and len(bare["results"]) == 5 and not bare["truncated"]
+
+
+def test_tokens_are_estimated_from_the_characters_printed():
+    assert output.estimate_tokens("abcd" * 10) == 10
+    assert output.estimate_tokens("索引" * 10) == 20, "one token a CJK character, not a quarter"
 
 
 def test_metadata_filter_for_chroma():

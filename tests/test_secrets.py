@@ -59,6 +59,13 @@ BEARER = "9f8e7d6c5b4a3928" + "1706fedcba9f8e7d6c5b"
         ("key: |\n  " + pem("RSA").replace("\n", "\n  ") + "\nnext: 1", "key: |\n  [REDACTED:private-key]\nnext: 1"),
         ("-----BEGIN RSA PRIVATE KEY-----\n" + PEM_BODY + "\n(truncated)", "[REDACTED:private-key]\n(truncated)"),
         ("-----BEGIN RSA PRIVATE KEY-----\n" + PEM_BODY + "\n\nSee the docs.", "[REDACTED:private-key]\n\nSee the docs."),
+        ("//registry.npmjs.org/:_authToken=" + "2f1c6a4e-9b3d-4e8a-" + "a1c2-7d5e6f8a9b0c",
+         "//registry.npmjs.org/:_authToken=[REDACTED:npmrc-auth-token]"),
+        ("_auth=" + "dXNlcjpIYXJib3I0ODIxIXg3UQ==", "_auth=[REDACTED:npmrc-auth-token]"),
+        ("ADMIN_PASSWORD=admin", "ADMIN_PASSWORD=[REDACTED:password]"),  # in a note, a password whatever it looks like
+        ("curl -u user:pass http://nas.local/api", "curl -u user:[REDACTED:password] http://nas.local/api"),
+        ("| DB_PASSWORD | Harbor4821!x7Q |", "| DB_PASSWORD | [REDACTED:password] |"),
+        (f"The staging admin key is {BEARER}.", "The staging admin key is [REDACTED:credential]."),
     ],
 )
 def test_secrets_are_redacted(text, expected):
@@ -87,6 +94,11 @@ def test_secrets_are_redacted(text, expected):
         "password: ${DB_PASSWORD}",
         "secretName: my-tls-secret",
         "token: 256",
+        "      --password string   Password for basic authentication to the API server",  # usage text: a type
+        "token: aHZzLioqKioqKio= # hvs.*******",  # base64 of a masked value
+        "auth: " + "Zm9vOiRhcHIxJE9GRzNYeWJwJGNrTDBGSERBa29YWUlsSDkuY3lzVDAK",  # base64 of an htpasswd line: a hash
+        "password=self.password",
+        "//registry.npmjs.org/:_authToken=${NPM_TOKEN}",
     ],
 )
 def test_look_alikes_are_left_alone(text):
@@ -137,9 +149,10 @@ def test_git_tree_leaves_out_secret_files_whatever_the_glob(tmp_path):
     origin.write({"docs/guide.md": "# Guide", "docs/credentials.json": "{}", "docs/.env": "A=1", "docs/tls/server.key": "k",
                   "src/id_rsa": "k"})
     commit = origin.commit("docs")
-    files, secret_files = _tree_files(git.Repo(origin.path), commit, "docs", "**/*")
+    files, secret_files, includable = _tree_files(git.Repo(origin.path), commit, "docs", "**/*")
     assert list(files) == ["docs/guide.md"]
     assert sorted(secret_files) == ["docs/.env", "docs/credentials.json", "docs/tls/server.key"]
+    assert list(includable) == ["docs/guide.md"], "a credential file is not even offered to includes"
 
 
 def test_no_secret_reaches_the_store_end_to_end(tmp_path):
@@ -211,9 +224,36 @@ def test_a_token_in_a_web_pages_prose_never_reaches_the_data_dir(tmp_path, isola
             assert needle not in path.read_bytes(), path
 
 
+def test_a_token_in_a_web_pages_url_reaches_no_field(tmp_path, isolated_home):
+    """The page's URL carries an access token in its query: it fetches the page, and every field the index keeps (the
+    chunks' file and url, the catalog, a search result, the saved page's name) shows it redacted."""
+    from conftest import add_source, index_docs
+    from webserver import DocsSite, Page, html_page
+
+    data = tmp_path / "data"
+    token = "Xq7Lm2Vp9Rt4" + "Kw8Zs3Nb6Yd1"
+    with DocsSite() as site:
+        site.pages["/docs/status/"] = Page(html_page("Status", "<h1>Status board</h1><p>The bluefinch status board lists "
+                                                     "every degraded service with the engineer on call for it.</p>"))
+        add_source("--id", "board", "--name", "Board", "--type", "web", "--base-url", site.url, "--pages", f"status/?token={token}")
+        result = index_docs(data, "--all")
+    assert result.code == 0, result
+    stored = store_contents(data, "docs")
+    assert {chunk["metadata"]["file"] for chunk in stored.values()} == {"board/status/?token=[REDACTED:token]"}
+    assert token not in json.dumps(stored)
+    found = run_script("search.py", "--data-dir", data, "--mode", "lexical", "bluefinch status board")
+    assert found.json["results"] and found.json["results"][0]["file"] == "board/status/?token=[REDACTED:token]"
+    assert token not in found.stdout
+    page = run_script("get.py", "--data-dir", data, "board/status/?token=[REDACTED:token]")
+    assert page.code == 0 and page.json["from"] == "saved page", page
+    for path in data.rglob("*"):
+        if path.is_file() and "model" not in path.relative_to(data).parts:
+            assert token.encode() not in path.read_bytes(), path
+
+
 @pytest.fixture(scope="module")
 def hostile_corpus(tmp_path_factory):
-    """bench/secrets_corpus.py: 79 fake credentials of 56 kinds and 42 hard negatives in every file type we index."""
+    """bench/secrets_corpus.py: 81 fake credentials of 58 kinds and 42 hard negatives in every file type we index."""
     sys.path.insert(0, str(PROJECT / "bench"))
     from secrets_corpus import generate
 

@@ -98,7 +98,7 @@ def test_bad_server_settings(state_dir, tmp_path, args, env, code, message):
 
 
 def test_the_keyword_copy_keeps_a_file_whose_chunks_span_two_pages():
-    from rag_search.store import keyword_documents
+    from rag_search.server_vectors import keyword_documents
 
     def chunk(chunk_id, text, file, ord_):
         return (chunk_id, text, {"source_id": "personal", "file": file, "chunk_index": ord_, "heading": "Notes"})
@@ -108,3 +108,47 @@ def test_the_keyword_copy_keeps_a_file_whose_chunks_span_two_pages():
     by_file = {record.file: [chunk.id for chunk in chunks] for record, chunks in documents}
     assert by_file == {"a.md": ["a:0", "a:1", "a:2"], "b.md": ["b:0"]}
     assert documents[0][1][0].embed_text.startswith("Notes"), "the heading is part of the keyword text, as when indexing"
+
+
+def _note(folder, name: str, text: str):
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / name).write_text(text)
+    return folder
+
+
+def test_a_machine_with_another_fingerprint_leaves_the_others_chunks(chroma_server, tmp_path):
+    """Issue 23, finding 2: a machine with another model graph used to recreate the shared collection."""
+    url, _ = chroma_server
+    int8 = _note(tmp_path / "a-notes", "alpaca.md", "# Alpaca\n\nThe alpacafence runbook lives with machine A.\n")
+    floating = _note(tmp_path / "b-notes", "bison.md", "# Bison\n\nThe bisongate runbook lives with machine B.\n")
+    assert run_script("index_personal.py", "--chroma-url", url, "--data-dir", tmp_path / "a", int8).code == 0
+    other = run_script("index_personal.py", "--chroma-url", url, "--data-dir", tmp_path / "b", floating,
+                       env={"RAG_SEARCH_EMBEDDING": "float"})
+    assert other.code == 0, other
+
+    found = run_script("search.py", "--chroma-url", url, "--data-dir", tmp_path / "reader", "--mode", "dense", "--top-k", "20",
+                       "alpacafence runbook")
+    assert found.code == 0, found
+    assert "alpaca.md" in [result["file"] for result in found.json["results"]], "machine A's chunks are still on the server"
+    _note(int8, "llama.md", "# Llama\n\nA second note of machine A.\n")
+    again = run_script("index_personal.py", "--chroma-url", url, "--data-dir", tmp_path / "a", int8)
+    assert again.code == 0 and again.json["published"] is True, again
+
+
+def test_a_writer_whose_collection_vanished_fails_loudly(chroma_server, tmp_path):
+    import chromadb
+
+    url, port = chroma_server
+    notes = _note(tmp_path / "notes", "yak.md", "# Yak\n\nThe yakshaving runbook.\n")
+    assert run_script("index_personal.py", "--chroma-url", url, "--data-dir", tmp_path / "a", notes).code == 0
+    client = chromadb.HttpClient(host="127.0.0.1", port=port)
+    for collection in client.list_collections():
+        if collection.name.startswith("personal"):
+            client.delete_collection(collection.name)
+    _note(notes, "zebu.md", "# Zebu\n\nAnother note.\n")
+
+    result = run_script("index_personal.py", "--chroma-url", url, "--data-dir", tmp_path / "a", notes)
+    assert result.code == 7, result
+    assert "no longer has" in result.stderr and "--full" in result.stderr
+    rebuilt = run_script("index_personal.py", "--chroma-url", url, "--data-dir", tmp_path / "a", "--full", notes)
+    assert rebuilt.code == 0 and rebuilt.json["chunks"] == 2, rebuilt

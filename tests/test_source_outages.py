@@ -112,7 +112,7 @@ def test_a_git_version_is_a_ref_never_an_option(version, tmp_path, isolated_home
     origin.commit("docs")
     version = version.format(pwned=pwned)
     refused = run_script("add_doc_source.py", "--id", "proj", "--name", "P", "--type", "git", "--url", origin.url, "--version", version)
-    assert refused.code == 6, refused
+    assert refused.code == 2, refused  # the command line's fault
     assert '"version"' in refused.stderr
 
     # A hand-edited registry is refused when it is loaded, before any git command runs.
@@ -157,7 +157,7 @@ def test_git_source_fields_are_checked_when_added(field, value, message, tmp_pat
     if message is None:
         assert result.code == 0, result
     else:
-        assert result.code == 6 and message in result.stderr, result
+        assert result.code == 2 and message in result.stderr, result  # a bad flag: a usage error
 
 
 def test_git_locks_left_by_a_killed_run_are_removed_with_a_warning(tmp_path):
@@ -229,3 +229,22 @@ def test_a_missing_repository_is_reported_with_gits_own_reason(tmp_path):
     error = result.json["sources"][0]["error"]
     assert "does not appear to be a git repository" in error or "not found" in error, error
     assert "and the repository exists" not in error, error
+
+
+def test_a_site_answering_404_to_every_page_keeps_the_source(tmp_path, isolated_home):
+    """Issue 23, finding 7: every page answering 404 emptied the source with status "ok"."""
+    data = tmp_path / "data"
+    with DocsSite() as site:
+        add_source("--id", "argocd", "--name", "Argo CD", "--type", "web", "--base-url", site.url,
+                   "--pages", "sync-options/", "install/")
+        assert index_docs(data, "--all").code == 0
+        before = files_in_store(data, "docs")
+        for path in ("/docs/sync-options/", "/docs/install/"):
+            site.pages[path] = Page("Not Found", "text/plain", status=404)
+        outage = index_docs(data, "--all")
+        assert outage.code == 9, outage
+        assert outage.json["sources"][0]["status"] == "failed" and "--allow-shrink" in outage.json["sources"][0]["error"]
+        assert files_in_store(data, "docs") == before, "pages answering 404 all at once are an outage"
+        removed = index_docs(data, "--all", "--allow-shrink")
+        assert removed.code == 0, removed
+        assert files_in_store(data, "docs") == {}

@@ -18,6 +18,7 @@ import sqlite3
 from pathlib import Path
 
 from . import lexical
+from .datadir import sqlite_uri
 from .errors import FingerprintMismatch
 from .records import ChunkRecord, DocumentRecord, Filters, StoredChunk
 
@@ -25,7 +26,7 @@ from .records import ChunkRecord, DocumentRecord, Filters, StoredChunk
 SCHEMA_VERSION = 6  # 6: chunk text and metadata in the catalog, not in ChromaDB
 TABLES = ("documents", "chunks", "chunk_texts", "sources", "chunk_terms")
 _BATCH = 500  # SQLite's host parameters per statement stay well under its limit
-_STORED = "SELECT c.id, t.text, t.metadata FROM chunks c JOIN chunk_texts t ON t.num = c.num"
+_STORED = "SELECT c.id, t.text, t.metadata, c.doc_key FROM chunks c JOIN chunk_texts t ON t.num = c.num"
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS documents (
@@ -68,19 +69,22 @@ CREATE VIRTUAL TABLE IF NOT EXISTS chunk_terms USING fts5(terms, tokenize = 'por
 
 
 class Catalog:
-    def __init__(self, path: Path, writable: bool = True):
-        """Open (and for writers create) the catalog; an older schema is rebuilt by writers, refused to readers.
+    def __init__(self, path: Path, writable: bool = True, any_schema: bool = False, cache: bool = False):
+        """Open (and for writers create) the catalog.
 
-        A reader opens the file read-only and immutable: published generations never change.
+        A catalog of another schema is refused (FingerprintMismatch): only a rebuild, into a new catalog, replaces it.
+        Except: `any_schema` reads it anyway (for what every schema has: a rebuild's reusable vectors), and a `cache`
+        (a server's keyword copy, made again from the server) starts afresh. A reader opens the file read-only and
+        immutable: published generations never change.
         """
         self.path = path
         if writable:
             self._db = sqlite3.connect(path, timeout=30)
         else:
-            self._db = sqlite3.connect(f"file:{path}?mode=ro&immutable=1", uri=True)
+            self._db = sqlite3.connect(sqlite_uri(path, mode="ro", immutable="1"), uri=True)
         version = self._db.execute("PRAGMA user_version").fetchone()[0]
-        if version != SCHEMA_VERSION and self._has_tables():
-            if not writable:
+        if version != SCHEMA_VERSION and self._has_tables() and not any_schema:
+            if not cache:
                 self._db.close()
                 raise FingerprintMismatch(f"the index in {path.parent} was built by another version of rag-search",
                                           hint="reindex with --full")
@@ -112,9 +116,6 @@ class Catalog:
             params += [len(key_prefix), key_prefix]
         return {row[0]: DocumentRecord(*row[:7], json.loads(row[7]) if row[7] else None) for row in self._db.execute(query, params)}
 
-    def identities(self, source_id: str) -> dict[str, str | None]:
-        """Key -> identity of the documents of one source (cheaper than documents(): no state is decoded)."""
-        return dict(self._db.execute("SELECT key, identity FROM documents WHERE source_id = ?", (source_id,)))
     def find_documents(self, reference: str) -> list[DocumentRecord]:
         """Documents whose file (as results show it), key, or key without its source prefix (a path, a URL) is `reference`."""
         rows = self._db.execute(
@@ -174,7 +175,7 @@ class Catalog:
         """What turns the catalog at `other` into this one: (keys of the documents that differ, ids of the chunks only
         there, ids of the chunks only here). Whole document rows are compared: a run that writes a document's chunks
         rewrites its row too. On a catalog opened for reading (its connection takes the URI that opens `other` read-only)."""
-        self._db.execute("ATTACH DATABASE ? AS other", (f"file:{other}?mode=ro&immutable=1",))
+        self._db.execute("ATTACH DATABASE ? AS other", (sqlite_uri(other, mode="ro", immutable="1"),))
         try:
             keys = [row[0] for row in self._db.execute(
                 "SELECT key FROM (SELECT * FROM main.documents EXCEPT SELECT * FROM other.documents) "
@@ -350,7 +351,7 @@ def _filter_sql(filters: Filters) -> tuple[str, list]:
 
 
 def _stored(row: tuple) -> StoredChunk:
-    return StoredChunk(row[0], row[1], json.loads(row[2]))
+    return StoredChunk(row[0], row[1], json.loads(row[2]), row[3])
 
 
 def _filter_columns(metadata: dict) -> tuple[str | None, str | None]:

@@ -5,8 +5,12 @@ silently drops the rest, so every chunk is measured with the model's own
 tokenizer. A section that does not fit is cut at the best boundary inside the
 window (paragraph, then line, sentence, word; a code fence only as a last
 resort) and the next piece starts a little before the cut (the overlap).
+A chunk is bounded in characters too: WordPiece reads any word of over 100
+characters as one [UNK], so a run of such words (hashes, base64, minified code)
+is few word pieces however long.
 """
 
+import bisect
 import hashlib
 import re
 from dataclasses import dataclass, field
@@ -15,9 +19,19 @@ from .embedding import TokenCounter
 from .parsing import Section
 
 # Bump when chunk boundaries or embedded text change: it is part of the index fingerprint.
-CHUNKER_VERSION = "5"  # 5: JSON records by shape (a memory entry is one chunk), record dates by magnitude, tags normalised
+CHUNKER_VERSION = "7"  # 7: HTML comments in markdown are dropped (never text nor headings); a markdown section of
+# only markup (a rule, HTML tags, images) makes no chunk; a JSON file's scalar fields beside its records are no chunk
+# each (its date dates the file, a version or schema is left out, the rest is one record)
+# 6: a piece that starts inside a word is measured on its own (it could reach 257 word pieces);
+# chunks are bounded in characters as well (MAX_CHUNK_CHARS), a word piece longer than that is cut by characters;
+# a --- or === line under a list item, quote, table row or indented code is no setext heading (heading paths change)
+# 5: JSON records by shape (a memory entry is one chunk), record dates by magnitude, tags normalised
 DEFAULT_OVERLAP = 32
 WINDOW_CHARS = 256 * 1024  # text tokenized at once: bounds the memory a huge section takes
+# Chunks of the 1,991 markdown pages of bench/docs-faq (32,735 chunks at 256 word pieces): median 553 characters,
+# 99th percentile 1,354, 99.9th 3,738, largest without an [UNK] 6,039 (a table padded with spaces), largest of all
+# 7,507 (a base64 certificate). Normal text never comes near this; a run of [UNK]s is cut by it.
+MAX_CHUNK_CHARS = 10_000
 WINDOW_MARGIN = 16  # word pieces kept clear of a window's end, where a word may be cut in two
 HEADING_SEPARATOR = " > "
 
@@ -68,44 +82,95 @@ class Chunker:
         return chunks
 
     def split(self, text: str, budget: int) -> list[str]:
-        """Cut `text` into pieces of at most `budget` word pieces each.
+        """Cut `text` into pieces of at most `budget` word pieces and MAX_CHUNK_CHARS characters each.
 
         Text is tokenized WINDOW_CHARS at a time, so a section of megabytes costs the memory of one window.
         """
         text = text.strip()
-        if not text:
-            return []
         fences = [(m.start(), m.end()) for m in _FENCE_BLOCK.finditer(text)]
-        offsets, complete = self._offsets(text, 0)
-        priority = _cut_priorities(text, offsets, fences)
+        offsets, priority, complete = self._window(text, 0, fences)
         pieces = []
         start = 0
-        while True:
-            if not complete and len(offsets) - start <= budget + WINDOW_MARGIN:  # near the end of a window: the next one
-                offsets, complete = self._offsets(text, offsets[start][0])
-                priority = _cut_priorities(text, offsets, fences)
+        while start < len(offsets):
+            if not complete and _reach(offsets, start, budget) >= len(offsets) - WINDOW_MARGIN:  # near the window's end
+                offsets, priority, complete = self._window(text, offsets[start][0], fences)
                 start = 0
-            if len(offsets) - start <= budget:
-                break
-            cut = max(range(start + budget // 2 + 1, start + budget + 1), key=lambda i: (priority[i], i))
-            pieces.append(text[offsets[start][0] : offsets[cut - 1][1]].strip())
-            next_start = max(cut - self.overlap, start + 1)
-            while next_start < cut and priority[next_start] < WORD:
-                next_start += 1
-            start = next_start
-        pieces.append(text[offsets[start][0] :].strip())
+            cut = self._cut(text, offsets, priority, start, budget)
+            begin = offsets[start][0]
+            if cut < len(offsets):
+                end = offsets[cut][0]
+                start = max(cut - self.overlap, start + 1)
+                while start < cut and priority[start] < WORD:
+                    start += 1
+            else:  # the rest of the window: then the text's end, or a long run of spaces and the next window
+                if complete:
+                    offsets = []
+                else:
+                    offsets, priority, complete = self._window(text, offsets[-1][1], fences)
+                start = 0
+                end = offsets[0][0] if offsets else len(text)
+            # Up to the next word piece, so it keeps what the tokenizer drops after its last one (an accent, a joiner);
+            # only such characters can reach past MAX_CHUNK_CHARS, and are cut there.
+            pieces.append(text[begin:end].strip()[:MAX_CHUNK_CHARS])
         return [piece for piece in pieces if piece]
 
-    def _offsets(self, text: str, begin: int) -> tuple[list[tuple[int, int]], bool]:
-        """Character spans (in `text`) of the word pieces of up to WINDOW_CHARS of it from `begin`, and whether they reach its end."""
-        end = min(len(text), begin + WINDOW_CHARS)
-        return [(begin + a, begin + b) for a, b in self._tokens.offsets(text[begin:end])], end == len(text)
+    def _cut(self, text: str, offsets: list[tuple[int, int]], priority: list[float], start: int, budget: int) -> int:
+        """Where the piece from token `start` ends: the best boundary that keeps it within `budget` word pieces, or
+        the window's last token if all the rest is in reach (after it: the text's end, or a long run of spaces).
+
+        A piece that starts inside a word (a run without spaces, cut where no boundary was in reach) tokenizes
+        the rest of that word afresh, at times into more pieces than it had, so it is measured on its own; so is
+        one long enough to hold a part of a word piece cut by characters.
+        """
+        limit = budget
+        while True:
+            end = _reach(offsets, start, limit)
+            if end == len(offsets):
+                cut = end
+            else:
+                cut = max(range(start + (end - start) // 2 + 1, end + 1), key=lambda i: (priority[i], i))
+            if (start == 0 or priority[start] > 0) and offsets[cut - 1][1] - offsets[start][0] < MAX_CHUNK_CHARS // 2:
+                return cut  # it starts a window or a word, and holds no part of a word piece cut by characters: as counted
+            excess = self._tokens.count(text[offsets[start][0] : offsets[cut - 1][1]]) - budget
+            if excess <= 0 or cut == start + 1:
+                return cut
+            limit = max(cut - start - excess, 1)  # what the start costs beyond the pieces counted, off the limit
+
+    def _window(self, text: str, begin: int, fences: list[tuple[int, int]]) -> tuple[list[tuple[int, int]], list[float], bool]:
+        """The character spans (in `text`) of the word pieces of up to WINDOW_CHARS of it from `begin`, their cut
+        priorities, and whether they reach its end.
+
+        A window with none (spaces, characters the tokenizer drops) is passed over; a word piece that spans more
+        than MAX_CHUNK_CHARS (an [UNK] of a very long word) is cut by characters.
+        """
+        while True:
+            end = min(len(text), begin + WINDOW_CHARS)
+            offsets = [(begin + a, begin + b) for a, b in self._tokens.offsets(text[begin:end])]
+            if any(b - a > MAX_CHUNK_CHARS for a, b in offsets):
+                offsets = [part for span in offsets for part in _equal_parts(*span)]
+            if offsets or end == len(text):
+                return offsets, _cut_priorities(text, offsets, fences), end == len(text)
+            begin = end
 
     def _fit_heading(self, heading: str) -> str:
-        """Keep a runaway heading path from eating the window: at most a quarter of it."""
+        """Keep a runaway heading path from eating the window: at most a quarter of it, in word pieces and in characters."""
         limit = self.budget // 4
         offsets = self._tokens.offsets(heading)
-        return heading if len(offsets) <= limit else heading[: offsets[limit - 1][1]] + "…"
+        end = min(offsets[limit - 1][1] if len(offsets) > limit else len(heading), MAX_CHUNK_CHARS // 4)
+        return heading if end >= len(heading) else heading[:end] + "…"
+
+
+def _equal_parts(start: int, end: int) -> list[tuple[int, int]]:
+    """A span as the fewest equal parts of at most MAX_CHUNK_CHARS characters: over half of that each, so a part of
+    an [UNK] word is an [UNK] still."""
+    parts = -(-(end - start) // MAX_CHUNK_CHARS)
+    return [(start + (end - start) * k // parts, start + (end - start) * (k + 1) // parts) for k in range(parts)]
+
+
+def _reach(offsets: list[tuple[int, int]], start: int, limit: int) -> int:
+    """The end (exclusive) of the longest run of tokens from `start` within `limit` of them and MAX_CHUNK_CHARS."""
+    last = offsets[start][0] + MAX_CHUNK_CHARS
+    return bisect.bisect_right(offsets, last, start + 1, min(len(offsets), start + limit), key=lambda span: span[1])
 
 
 def _cut_priorities(text: str, offsets: list[tuple[int, int]], fences: list[tuple[int, int]]) -> list[float]:

@@ -10,26 +10,43 @@ import argparse
 import json
 import logging
 import os
+import signal
 import sys
 import traceback
 import warnings
 from pathlib import Path
 
 from .config import DEFAULT_WAIT_SECONDS, SKILL_DIR, Settings, load_settings
-from .errors import EXIT_FAILURE, EXIT_STORE, EXIT_USAGE, RagSearchError, exit_codes_help, is_disk_full
+from .errors import (
+    EXIT_FAILURE,
+    EXIT_INTERRUPTED,
+    EXIT_STORE,
+    EXIT_TERMINATED,
+    EXIT_USAGE,
+    STOPPED_EXITS,
+    RagSearchError,
+    exit_codes_help,
+    is_disk_full,
+)
+from .telemetry import keep_libraries_local
 
 VENV_DIR = SKILL_DIR / ".venv"
-INDEX_EXIT_CODES = (0, 1, 2, 5, 6, 7, 8, 9)  # what the scripts that write the index can return
+INDEX_EXIT_CODES = (0, 1, 2, 4, 5, 6, 7, 8, 9)  # what the scripts that write the index can return
+STOPPED_HINT = ("the index published before still serves (a stopped index run publishes nothing and removes its unfinished "
+                "work); run the command again if it is still needed")
 
 
 def use_project_venv() -> None:
-    """Re-run the script under the skill's .venv when started by another interpreter.
+    """Turn the libraries' telemetry off, then re-run the script under the skill's .venv when started by another interpreter.
 
-    Agents and users call scripts/search.py directly; its `python3` shebang may
-    find a Python without our packages.
+    Every script calls this first, before anything imports a library, so it is where the switches are set (the re-run
+    inherits them). Agents and users call scripts/search.py directly; its `python3` shebang may find a Python without
+    our packages.
     """
+    keep_libraries_local()
     python = VENV_DIR / "bin" / "python"
-    if python.is_file() and Path(sys.prefix).resolve() != VENV_DIR.resolve():
+    already = Path(sys.executable) == python  # a .venv without pyvenv.cfg keeps another sys.prefix: never re-run twice
+    if python.is_file() and Path(sys.prefix).resolve() != VENV_DIR.resolve() and not already:
         os.execv(str(python), [str(python), *sys.argv])
 
 
@@ -60,7 +77,7 @@ def make_parser(prog: str, description: str, epilog: str, exit_codes: tuple[int,
     parser = Parser(
         prog=prog,
         description=description,
-        epilog=f"{epilog}\n\n{exit_codes_help(exit_codes, meanings)}",
+        epilog=f"{epilog}\n\n{exit_codes_help(tuple(dict.fromkeys((*exit_codes, *STOPPED_EXITS))), meanings)}",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--data-dir", help="store folder (default: $RAG_SEARCH_HOME or ~/.claude/data/rag-search)")
@@ -73,7 +90,9 @@ def make_parser(prog: str, description: str, epilog: str, exit_codes: tuple[int,
 
 def add_index_run_arguments(parser: argparse.ArgumentParser, allow_shrink: bool = False) -> None:
     """--quiet and --wait (and --allow-shrink) for the scripts that write the index (one run writes a collection at a time)."""
-    parser.add_argument("--quiet", action="store_true", help="no progress output; warnings and errors still go to stderr")
+    parser.add_argument("--quiet", action="store_true",
+                        help="no progress output, nor the warnings every run repeats that the JSON summary reports (a skipped "
+                             "file); other warnings and errors still go to stderr")
     parser.add_argument(
         "--wait", type=float, default=DEFAULT_WAIT_SECONDS, metavar="SECONDS",
         help=f"how long to wait for another index run to finish before giving up with exit 8 (default {DEFAULT_WAIT_SECONDS:g})",
@@ -84,6 +103,26 @@ def add_index_run_arguments(parser: argparse.ArgumentParser, allow_shrink: bool 
             help="accept a source or root that lists nothing, or less than half of what it had, and remove what is gone "
                  "(without it such a listing is taken for an outage: the source fails and keeps its chunks)",
         )
+
+
+def number_in(low: float, high: float, kind=int):
+    """An argparse type: a number (int or float) from `low` to `high`."""
+
+    def parse(value: str):
+        number = kind(value)
+        if not low <= number <= high:
+            raise argparse.ArgumentTypeError(f"must be between {low} and {high}")
+        return number
+
+    parse.__name__ = kind.__name__  # argparse says "invalid float value: 'high'"
+    return parse
+
+
+def non_empty(value: str) -> str:
+    """An argparse type for a filter's value: an empty one would match nothing, an answer that looks like 'no match'."""
+    if not value.strip():
+        raise argparse.ArgumentTypeError("empty value")
+    return value
 
 
 def date_bound(value: str) -> float:
@@ -119,9 +158,11 @@ def _escape(text: str) -> str:
 
 
 def setup_logging(quiet: bool = False) -> None:
-    """Our messages on stderr (progress only without --quiet); third-party chatter silenced."""
+    """Our messages on stderr (progress and routine warnings only without --quiet); third-party chatter silenced."""
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(_Formatter())
+    if quiet:
+        handler.addFilter(lambda record: not getattr(record, "routine", False))
     logger = logging.getLogger("rag_search")
     logger.handlers[:] = [handler]
     logger.setLevel(logging.WARNING if quiet else logging.INFO)
@@ -145,8 +186,18 @@ def error_payload(code: int, kind: str, message: str, hint: str | None) -> dict:
     return {"error": {"code": code, "type": kind, "message": message, "hint": hint}}
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (systemd stopping the timer's run), raised where the process is, so it ends as Ctrl-C does: the `finally`
+    blocks run (an index run removes its unfinished work) and the error is reported."""
+
+
+def _terminate(signum, frame):
+    raise Terminated()
+
+
 def run(action, json_errors: bool = True) -> int:
     """Call `action` (returning an exit code or None) and map failures to exit codes."""
+    signal.signal(signal.SIGTERM, _terminate)
     try:
         return action() or 0
     except RagSearchError as exc:
@@ -154,13 +205,14 @@ def run(action, json_errors: bool = True) -> int:
         if json_errors:
             emit_json(error_payload(exc.exit_code, type(exc).__name__, exc.message, exc.hint))
         return exc.exit_code
-    except KeyboardInterrupt:
-        print("error: interrupted", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as exc:
+        return _stopped(exc, json_errors)
     except BrokenPipeError:
         sys.stderr.close()  # the reader went away; nothing left to report to
         return EXIT_FAILURE
     except Exception as exc:
+        if _stopped_by(exc) is not None:
+            return _stopped(_stopped_by(exc), json_errors)
         if is_disk_full(exc):
             message, hint = f"the disk is full: {exc}; the previous index still serves", "free disk space and rerun"
             print(f"error: {message} (hint: {hint})", file=sys.stderr)
@@ -172,3 +224,26 @@ def run(action, json_errors: bool = True) -> int:
         if json_errors:
             emit_json(error_payload(EXIT_FAILURE, type(exc).__name__, str(exc), "this is a bug"))
         return EXIT_FAILURE
+
+
+def _stopped_by(exc: BaseException) -> KeyboardInterrupt | None:
+    """The Ctrl-C or SIGTERM behind `exc`, if any: one that comes while a native module is being imported reaches us as
+    an ImportError ("initialization failed") caused by it."""
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        if isinstance(exc, KeyboardInterrupt):
+            return exc
+        seen.add(id(exc))
+        exc = exc.__cause__ or exc.__context__
+    return None
+
+
+def _stopped(exc: KeyboardInterrupt, json_errors: bool) -> int:
+    """Exit 130 for Ctrl-C, 143 for SIGTERM, with the error line and the JSON error like any other failure."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not cut the report short
+    code, kind, message = ((EXIT_TERMINATED, "Terminated", "stopped by SIGTERM") if isinstance(exc, Terminated)
+                           else (EXIT_INTERRUPTED, "Interrupted", "interrupted (Ctrl-C)"))
+    print(f"error: {message} (hint: {STOPPED_HINT})", file=sys.stderr)
+    if json_errors:
+        emit_json(error_payload(code, kind, message, STOPPED_HINT))
+    return code

@@ -80,7 +80,10 @@ def parse_bound(text: str, now: dt.datetime | None = None) -> float:
     match = _RELATIVE.match(text.strip().lower())
     if match:
         days = int(match.group(1)) * {"d": 1, "w": 7, "m": 30, "y": 365}[match.group(2)]
-        return (now - dt.timedelta(days=days)).timestamp()
+        try:
+            return (now - dt.timedelta(days=days)).timestamp()
+        except OverflowError:  # before the year 1, or more days than timedelta holds
+            raise ValueError(f"{text.strip()} is too far back (dates go back to the year 1)") from None
     parsed = normalize(text)
     if parsed is None:
         raise ValueError(f"not a date: {text!r} (use YYYY-MM-DD, an ISO time, or 7d, 2w, 3m, 1y)")

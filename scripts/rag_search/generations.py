@@ -45,6 +45,7 @@ from pathlib import Path
 
 from . import dates
 from .atomic import fsync_tree, write_atomically
+from .datadir import sqlite_uri
 from .errors import IndexBusy, IndexNotBuilt, StoreError
 
 log = logging.getLogger("rag_search")
@@ -149,7 +150,8 @@ class WriteSession:
                 log.warning("%s; CURRENT rewritten", note)
                 point_current(root, name)
             collect_garbage(root)
-            self.base = None if fresh or name is None else root / GENERATIONS / name
+            self.published = root / GENERATIONS / name if name is not None else None  # what searches read now
+            self.base = None if fresh else self.published
             self.name = _next_name(root)
         except BaseException:
             self.discard()
@@ -298,7 +300,7 @@ def copy_generation(source: Path, target: Path) -> None:
 def copy_sqlite(source: Path, target: Path) -> None:
     """Copy a SQLite file as of its last commit. With a rollback journal, the file's bytes are copied while a read
     transaction keeps writers from committing (ten times faster than the backup API); otherwise the backup API."""
-    with contextlib.closing(sqlite3.connect(f"file:{source}?mode=ro", uri=True, timeout=30, isolation_level=None)) as src:
+    with contextlib.closing(sqlite3.connect(sqlite_uri(source, mode="ro"), uri=True, timeout=30, isolation_level=None)) as src:
         if src.execute("PRAGMA journal_mode").fetchone()[0] == "delete":
             src.execute("BEGIN")
             src.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()  # the shared lock, held until the rollback
@@ -337,19 +339,3 @@ def _holder(fd: int) -> str:
         return f" (pid {holder['pid']}, since {holder['since']})"
     except (ValueError, KeyError, OSError):
         return ""
-
-
-def remove_legacy_layout(data_dir: Path) -> None:
-    """Delete the single-generation layout of earlier versions (<data dir>/CURRENT, generations/, index/).
-
-    Its schema cannot be read by this version, so it only takes space; each
-    collection is rebuilt in its own folder by its next index run.
-    """
-    legacy = [data_dir / name for name in ("generations", "index") if (data_dir / name).is_dir()]
-    for path in legacy:
-        shutil.rmtree(path, ignore_errors=True)
-    for name in (CURRENT, WRITE_LOCK):
-        with contextlib.suppress(FileNotFoundError):
-            (data_dir / name).unlink()
-    if legacy:
-        log.warning("removed the index of an earlier rag-search version in %s; run both index scripts to rebuild it", data_dir)

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .parsing import split_front_matter
+from .markdown import split_front_matter
 from .secrets import is_secret_file
 
 MAX_DEPTH = 4
@@ -34,29 +34,41 @@ _MDX_IMPORT = re.compile(r"^import\s+([A-Z]\w*)\s+from\s+[\"']([^\"'\n]+\.mdx?)[
 
 @dataclass
 class Expansion:
-    """The page with its includes in place, and the stubs left as written (with why)."""
+    """The page with its includes in place, the files they came from, and the stubs left as written (with why)."""
 
     text: str
     unresolved: list[str] = field(default_factory=list)
+    files: list[Path] = field(default_factory=list)
     included: int = 0
-    included_chars: int = 0
+    included_bytes: int = 0
 
 
 def resolve_includes(text: str, page: Path, root: Path, max_bytes: int) -> Expansion:
     """`text` (the page at `page`, under `root`) with every include stub that can be resolved replaced by its file's text.
 
-    Files larger than `max_bytes` are not included, nor more than `max_bytes` of included text in all.
+    Files larger than `max_bytes` are not included, and the includes add at most `max_bytes` bytes (UTF-8) to the page:
+    every copy is counted, at every level, so a part used many times cannot multiply past it.
     """
     expansion = Expansion(text)
     page = page.resolve()
-    expansion.text = _expand(text, page, root.resolve(), max_bytes, expansion, (page,))
+    expansion.text = _expand(text, page, root.resolve(), max_bytes, expansion, (page,), 0)
     return expansion
 
 
-def _expand(text: str, page: Path, root: Path, max_bytes: int, expansion: Expansion, stack: tuple[Path, ...]) -> str:
+def _expand(text: str, page: Path, root: Path, max_bytes: int, expansion: Expansion, stack: tuple[Path, ...], width: int) -> str:
+    """`text` with its stubs replaced; `width` is the indent the enclosing includes will add to each of its lines."""
+    def fits(target: str, body: str, indent: str = "") -> bool:
+        """Counts what one more copy of `body` adds to the page, or reports the stub if the budget cannot take it."""
+        size = len(body.encode()) + (width + len(indent)) * sum(1 for line in body.splitlines() if line)
+        if expansion.included_bytes + size > max_bytes:
+            expansion.unresolved.append(f"{target} (include budget of {max_bytes} bytes used up)")
+            return False
+        expansion.included_bytes += size
+        return True
+
     def include(target: str, indent: str = "") -> str | None:
         """The included text (indented like the stub), or None to keep the stub."""
-        found, problem = _find(target, page, root, max_bytes - expansion.included_chars, stack)
+        found, problem = _find(target, page, root, max_bytes, stack)
         if found is not None:
             try:
                 body = split_front_matter(found.read_text(encoding="utf-8-sig", errors="replace"))[1].strip("\n")
@@ -65,9 +77,12 @@ def _expand(text: str, page: Path, root: Path, max_bytes: int, expansion: Expans
         if problem:
             expansion.unresolved.append(f"{target} ({problem})")
             return None
+        if not fits(target, body, indent):
+            return None
         expansion.included += 1
-        expansion.included_chars += len(body)
-        body = _expand(body, found, root, max_bytes, expansion, (*stack, found))
+        if found not in expansion.files:
+            expansion.files.append(found)
+        body = _expand(body, found, root, max_bytes, expansion, (*stack, found), width + len(indent))
         return "\n".join(indent + line if line else line for line in body.splitlines())
 
     def one(match: re.Match, indent_group: int | None, target_group: int) -> str:
@@ -86,19 +101,25 @@ def _expand(text: str, page: Path, root: Path, max_bytes: int, expansion: Expans
     text = _MARKDOWN_INCLUDE.sub(lambda m: one(m, None, 1), text)
     text = _JINJA_INCLUDE.sub(lambda m: one(m, 1, 2), text)
     text = _HUGO_READFILE.sub(lambda m: one(m, 1, 2), text)
-    return _mdx_imports(text, include)
+    return _mdx_imports(text, include, fits)
 
 
-def _mdx_imports(text: str, include: Callable[[str], str | None]) -> str:
-    """Docusaurus: `import Part from './_part.mdx'` goes, and each `<Part />` becomes the part's text."""
+def _mdx_imports(text: str, include: Callable[[str], str | None], fits: Callable[[str, str], bool]) -> str:
+    """Docusaurus: each `<Part />` becomes the part's text while the budget lasts, and `import Part from './_part.mdx'` goes
+    once no usage is left."""
     for match in list(_MDX_IMPORT.finditer(text)):
         name, target = match.groups()
         usage = re.compile(rf"<{name}(?:\s[^<>]*)?/>")
-        if not usage.search(text):
+        usages = len(usage.findall(text))
+        included = include(target) if usages else None
+        if included is None:
             continue
-        included = include(target)
-        if included is not None:
-            text = usage.sub(lambda _m, included=included: included, text.replace(match.group(0), "", 1))
+        placed = 1
+        while placed < usages and fits(target, included):
+            placed += 1
+        if placed == usages:
+            text = text.replace(match.group(0), "", 1)
+        text = usage.sub(lambda _m, included=included: included, text, count=placed)
     return text
 
 
@@ -133,12 +154,13 @@ def _find(target: str, page: Path, root: Path, max_bytes: int, stack: tuple[Path
     return None, "not found inside the source"
 
 
-def expand_page(kind: str, text: str, page: Path, root: Path, max_bytes: int) -> tuple[str, list[str]]:
-    """A loader's step: a markdown page with its includes in place, and a warning naming the stubs kept as written."""
+def expand_page(kind: str, text: str, page: Path, root: Path, max_bytes: int) -> tuple[str, list[str], list[Path]]:
+    """A loader's step: a markdown page with its includes in place, a warning naming the stubs kept as written,
+    and the files included (a change to one changes the page)."""
     if kind != "markdown":
-        return text, []
+        return text, [], []
     expansion = resolve_includes(text, page, root, max_bytes)
     if not expansion.unresolved:
-        return expansion.text, []
+        return expansion.text, [], expansion.files
     shown = ", ".join(expansion.unresolved[:5]) + (f" and {len(expansion.unresolved) - 5} more" if len(expansion.unresolved) > 5 else "")
-    return expansion.text, [f"include stub(s) kept as written: {shown}"]
+    return expansion.text, [f"include stub(s) kept as written: {shown}"], expansion.files

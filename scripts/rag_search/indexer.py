@@ -4,6 +4,12 @@ Sources hand the writer whole documents (SourceDocument) to put, and keys to
 keep or remove; the store applies each batch as one operation. A chunk whose
 embedded text is already in the collection reuses that vector, so a renamed
 file or an edited long note costs only its new chunks.
+
+Redaction happens here and nowhere else: the text, the catalog's file and every
+field of every chunk's metadata pass through it, so no field a source fills can
+carry a secret past it. Documentation keeps a value two of its documents show (a
+documented default): the writer counts them per source (secrets.SourceCensus), and
+redacts a document again when a later one shows a value it redacted as shown once.
 """
 
 import hashlib
@@ -16,18 +22,19 @@ from pathlib import PurePosixPath
 
 import numpy as np
 
-from . import dates, parsing, secrets
+from . import dates, lexical, parsing, secrets
 from .chunking import Chunk, Chunker
 from .config import Settings
 from .embedding import ModelInfo, OnnxEmbedder, SentenceTransformerEmbedder, TokenCounter
 from .errors import ModelNotFound
 from .injection import looks_like_instructions
-from .records import ChunkRecord, DocumentRecord
+from .records import ChunkRecord, DocumentRecord, Filters
 from .store import Store, fingerprint
 
 log = logging.getLogger("rag_search")
 
 FLUSH_CHUNKS = 512  # chunks buffered before embedding and writing: bounds memory
+HELD_BYTES = 64 * 1024 * 1024  # documentation text kept to redact again (a value it redacted shown later): bounds memory
 
 
 class Pipeline:
@@ -86,6 +93,8 @@ class SourceDocument:
     documentation: bool = False  # published documentation (git, web): credential-shaped values it calls examples are kept
     warnings: list[str] = field(default_factory=list)  # the loader's, for the run's log (an include stub not found)
     section_metadata: Callable[[str], dict] | None = None  # metadata of the chunks under a heading (a web section's URL)
+    depends: list[str] = field(default_factory=list)  # files its text includes (paths the listing's `dependency` knows)
+    keep_indexed: Callable[[str], None] | None = None  # given the text as indexed, secrets redacted (a page's copy for get.py)
 
 
 @dataclass
@@ -104,31 +113,79 @@ class IndexWriter:
         self.store = store
         self.pipeline = pipeline
         self.stats = WriteStats()
-        self.rebuilt = store.prepare(pipeline.fingerprint)
+        self.rebuilt = store.rebuilt
         self._pending: list[tuple[SourceDocument, list[Chunk], dict]] = []
         self._pending_chunks = 0
         self._touched: list[tuple[str, str | None, dict | None]] = []
         self._removals: list[str] = []
         self._indexed_at = dates.now_iso()
+        self._census = secrets.SourceCensus(self._shown_before)
+        self._held: dict[str, SourceDocument] = {}  # documentation that redacted a value shown once, by key
+        self._held_bytes = 0
+        self._redactions: dict[str, int] = {}  # by key: what a document counted, replaced when it is redacted again
 
     def put(self, document: SourceDocument) -> list[str]:
         """Queue a document for (re)indexing; returns the loader's and the parser's warnings. Raises parsing.ParseError.
 
-        Secrets in the text and the source's metadata are redacted first; `content_hash` stays that of the raw text.
+        Secrets in the text, the file and the source's metadata are redacted first; `content_hash` stays that of the
+        raw text.
         """
-        text, found = secrets.redact_document(document.kind, document.text, document.documentation)
-        metadata, found_in_metadata = secrets.redact_metadata(document.metadata)
-        found = Counter(found) + Counter(found_in_metadata)
-        parsed = parsing.parse(document.kind, text, PurePosixPath(document.file).name)
-        chunks = self._chunks(parsed)
-        if found:
-            log.info("%s: redacted %s", document.file, ", ".join(f"{count} {kind}" for kind, count in sorted(found.items())))
-            self.stats.redacted += sum(found.values())
-        self._pending.append((replace(document, metadata=metadata), chunks, parsed.metadata))
-        self._pending_chunks += len(chunks)
+        parsed = self._queue(document)
         if self._pending_chunks >= FLUSH_CHUNKS:
             self.flush()
         return [*document.warnings, *parsed.warnings]
+
+    def _queue(self, document: SourceDocument) -> parsing.ParsedFile:
+        documented = self._census.documented(document.key) if document.documentation else None
+        text, found = secrets.redact_document(document.kind, document.text, document.documentation, documented)
+        if document.keep_indexed is not None:
+            document.keep_indexed(text)
+        file, found_in_file = secrets.redact_field(document.file)
+        metadata, found_in_metadata = secrets.redact_metadata(document.metadata)
+        found = Counter(found) + Counter(dict(found_in_file)) + Counter(found_in_metadata)
+        parsed = parsing.parse(document.kind, text, PurePosixPath(file).name)
+        chunks = self._chunks(parsed)
+        if found:
+            log.info("%s: redacted %s", file, ", ".join(f"{count} {kind}" for kind, count in sorted(found.items())))
+        self.stats.redacted += sum(found.values()) - self._redactions.get(document.key, 0)
+        self._redactions[document.key] = sum(found.values())
+        self._hold(document)
+        self._pending.append((replace(document, file=file, metadata=metadata), chunks, parsed.metadata))
+        self._pending_chunks += len(chunks)
+        return parsed
+
+    def _hold(self, document: SourceDocument) -> None:
+        """Keep documentation that redacted a value shown once, in case a later document shows it too."""
+        previous = self._held.pop(document.key, None)
+        self._held_bytes -= len(previous.text) if previous else 0
+        if self._census.lonely(document.key):
+            if self._held_bytes + len(document.text) <= HELD_BYTES:  # beyond: it stays redacted (the safe side)
+                self._held[document.key] = document
+                self._held_bytes += len(document.text)
+
+    def _redact_flipped(self) -> None:
+        """Redact again the documents that redacted a value another document has shown since (a documented default)."""
+        for key in self._census.flipped():
+            document = self._held.get(key)
+            if document is None:
+                continue
+            kept = [entry for entry in self._pending if entry[0].key != key]
+            self._pending_chunks -= sum(len(entry[1]) for entry in self._pending if entry[0].key == key)
+            self._pending = kept
+            self._queue(document)
+
+    def _shown_before(self, value: str, key: str) -> bool:
+        """Whether another document of the source already shows `value` in the index (an earlier run kept it)."""
+        terms = list(dict.fromkeys(lexical.terms(value)))
+        if not terms:
+            return False
+        match = " AND ".join('"' + term.replace('"', '""') + '"' for term in terms)
+        source_id = key.split(":", 1)[0]
+        for chunk_id, _ in self.store.keyword(match, 20, Filters(sources=(source_id,))):
+            record = self.store.document_of_chunk(chunk_id)
+            if record is not None and record.key != key:
+                return True
+        return False
 
     def _chunks(self, parsed: parsing.ParsedFile) -> list[Chunk]:
         """The document's chunks, within the caps that bound a run's time (ParseError beyond them); max_file_bytes bounds memory."""
@@ -153,6 +210,7 @@ class IndexWriter:
 
     def flush(self) -> None:
         """Write what is queued: new documents first (their chunks may reuse vectors of removed ones), then removals."""
+        self._redact_flipped()
         pending, self._pending, self._pending_chunks = self._pending, [], 0
         if pending:
             added, removed = self.store.write([self._records(*entry) for entry in pending], self._embed)
@@ -169,7 +227,8 @@ class IndexWriter:
         for ord_, chunk in enumerate(chunks):
             text_hash = chunk.text_hash
             metadata = self._chunk_metadata(document, file_metadata, chunk, ord_)
-            records.append(ChunkRecord(chunk_id(document.key, ord_, text_hash, metadata), ord_, chunk.text, chunk.embed_text,
+            own = {key: value for key, value in metadata.items() if key not in document.metadata}
+            records.append(ChunkRecord(chunk_id(document.key, ord_, text_hash, own), ord_, chunk.text, chunk.embed_text,
                                        text_hash, metadata))
         record = DocumentRecord(document.key, document.source_id, document.file, document.identity, document.content_hash,
                                 len(records), self._indexed_at, document.state)
@@ -198,19 +257,22 @@ class IndexWriter:
             **document.metadata,
             **file_metadata,
             **chunk.metadata,
-            **(secrets.redact_metadata(document.section_metadata(chunk.heading))[0] if document.section_metadata else {}),
+            **(document.section_metadata(chunk.heading) if document.section_metadata else {}),
         }
         if "date" not in metadata and document.fallback_date:
             metadata["date"], metadata["date_ts"] = document.fallback_date
         if looks_like_instructions(chunk.embed_text):  # quoted material that talks to the AI reading it
             metadata["suspect"] = "instructions"
-        # ChromaDB takes str, int, float, bool and non-empty lists of those; nothing else.
-        return {k: v for k, v in metadata.items() if v is not None and v != [] and v != ""}
+        # ChromaDB takes str, int, float, bool and non-empty lists of those; nothing else. Every field is redacted.
+        return secrets.redact_metadata({k: v for k, v in metadata.items() if v is not None and v != [] and v != ""})[0]
 
 
 def chunk_id(key: str, ord_: int, text_hash: str, metadata: dict) -> str:
-    """An id that names its content: the document, the position, what was embedded and the metadata (but when)."""
-    stable = json.dumps({k: v for k, v in metadata.items() if k != "indexed_at"}, sort_keys=True, ensure_ascii=False)
+    """An id that names its content: the document, the position, what was embedded and the chunk's own metadata; not
+    when it was indexed, nor the raw file's hash, nor where the document came from (`metadata` holds none of the
+    source's provenance: a git commit and URL move while the text stays, and the chunk keeps its id and vector)."""
+    stable = json.dumps({k: v for k, v in metadata.items() if k not in ("indexed_at", "content_hash")}, sort_keys=True,
+                        ensure_ascii=False)
     return _digest(f"{key}\0{ord_}\0{text_hash}\0{stable}", 12)
 
 

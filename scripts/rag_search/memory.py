@@ -3,26 +3,35 @@
 The file is a JSON array of entries in ralph-memory's schema (id, loopId,
 iteration, createdAt, type, lesson, context, tags, confidence); an object
 holding such an array under "entries" or "memories" is read too. Entries are
-added and cleared atomically under a lock, so two agents recording at once lose
-nothing, and an added entry is indexed at once (index_files: one document, no
-walk), so a search a minute later finds it.
+added atomically under a lock, so two agents recording at once lose nothing, and
+an added entry is indexed at once (index_files: one document, no walk), so a
+search a minute later finds it. An entry's id is derived from what it says, so
+a retried add finds the entry it wrote instead of adding it twice. Removing and
+correcting entries, in this file and in the other memory files the index holds,
+is memory_edits.py's job.
 """
 
+import contextlib
+import hashlib
 import json
-import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
 from . import dates
 from .atomic import write_atomically
 from .config import Settings
-from .errors import ConfigError
+from .errors import ConfigError, RagSearchError, UsageError
 from .locking import exclusive_lock
 from .records import Filters, Hit
 
 # ralph-memory's entry types; entries of other types are memory too when they are in the memory file.
 MEMORY_TYPES = ("lesson_learned", "failure_pattern", "success_pattern")
 LIST_KEYS = ("entries", "memories")
+# What an entry says: a derived id is the hash of these, and an --id already taken must say the same.
+IDENTITY = ("type", "lesson", "context", "loopId", "iteration")
+BLANK_HINTS = {"type": "a word such as lesson_learned, failure_pattern or success_pattern",
+               "lesson": "say what was learned, in one sentence",
+               "id": "leave the id out: one is derived from the type, lesson, context, loop and iteration"}
 
 
 class MemoryFileError(ConfigError):
@@ -51,6 +60,12 @@ class Entry:
 
 def read_entries(path: Path) -> list[dict]:
     """The entries of the memory file; MemoryFileError if it is missing or not a list of entries."""
+    return entry_list(load(path))
+
+
+def load(path: Path):
+    """The memory file's JSON: a list of entries, or an object holding one (entry_list); MemoryFileError if it is
+    missing or not that."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
@@ -59,75 +74,115 @@ def read_entries(path: Path) -> list[dict]:
     except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
         raise MemoryFileError(f"the memory file {path} is not valid JSON: {exc}",
                               hint=f"inspect and repair it, or move it aside (mv {path} {path}.broken) to start afresh") from None
-    entries = _entry_list(data)
-    if entries is None:
+    if entries_at(data) is None:
         raise MemoryFileError(f"the memory file {path} does not hold a list of memory entries",
                               hint="it must be a JSON array of entries, or an object with an \"entries\" array")
-    return entries
-
-
-def _entry_list(data) -> list[dict] | None:
-    if isinstance(data, dict):
-        data = next((data[key] for key in LIST_KEYS if isinstance(data.get(key), list)), None)
-    if not isinstance(data, list) or not all(isinstance(item, dict) for item in data):
-        return None
     return data
 
 
+def entries_at(data) -> tuple | None:
+    """Where a memory file's JSON keeps its entries: () for the document itself (an array), (key,) for the array under
+    "entries" or "memories"; None when it holds no list of entries."""
+    if isinstance(data, list):
+        where, entries = (), data
+    elif isinstance(data, dict):
+        where = next(((key,) for key in LIST_KEYS if isinstance(data.get(key), list)), None)
+        entries = data[where[0]] if where else None
+    else:
+        return None
+    return where if entries is not None and all(isinstance(item, dict) for item in entries) else None
+
+
+def entry_list(data) -> list[dict]:
+    """The list of entries of a memory file's JSON (as `load` returns it): the list itself, so changing it changes the
+    document."""
+    where = entries_at(data)
+    return data[where[0]] if where else data
+
+
+def check_text(name: str, value: str) -> str:
+    """`value` without surrounding blanks; a UsageError if nothing is left (an entry without a lesson is noise)."""
+    text = value.strip() if isinstance(value, str) else ""
+    if not text:
+        raise UsageError(f"{name} is blank", hint=BLANK_HINTS[name])
+    return text
+
+
+def check_confidence(confidence: float | None) -> None:
+    if confidence is not None and not 0 <= confidence <= 1:
+        raise MemoryFileError("--confidence must be between 0 and 1")
+
+
+def derived_id(kind: str, lesson: str, context: str | None, loop_id: str | None, iteration: int | None) -> str:
+    """mem_ and 12 hex digits of the hash of what the entry says: the same call twice names the same entry."""
+    said = json.dumps([kind, lesson, context, loop_id, iteration], ensure_ascii=False)
+    return f"mem_{hashlib.sha256(said.encode()).hexdigest()[:12]}"
+
+
 def new_entry(kind: str, lesson: str, context: str | None = None, tags: list[str] | None = None, confidence: float | None = None,
-              loop_id: str | None = None, iteration: int | None = None) -> dict:
-    """A well-formed entry with a fresh id and the time now."""
-    entry = {"id": f"mem_{uuid.uuid4().hex[:12]}", "loopId": loop_id, "iteration": iteration, "createdAt": dates.now_iso(),
+              loop_id: str | None = None, iteration: int | None = None, entry_id: str | None = None) -> dict:
+    """A well-formed entry dated now; its id is `entry_id`, else derived from what it says (derived_id)."""
+    kind, lesson, context = check_text("type", kind), check_text("lesson", lesson), (context or "").strip() or None
+    entry_id = check_text("id", entry_id) if entry_id is not None else derived_id(kind, lesson, context, loop_id, iteration)
+    entry = {"id": entry_id, "loopId": loop_id, "iteration": iteration, "createdAt": dates.now_iso(),
              "type": kind, "lesson": lesson, "context": context, "tags": tags or [], "confidence": confidence}
     return {key: value for key, value in entry.items() if value is not None}
 
 
-def append_entry(path: Path, entry: dict) -> None:
-    """Add `entry` to the memory file (created if missing), atomically and under the file's lock."""
+def append_entry(path: Path, entry: dict, given_id: bool = False) -> tuple[dict, bool]:
+    """Add `entry` to the memory file (created if missing), atomically and under the file's lock, unless an entry of
+    its id is there already: (the entry in the file, whether it was added). A `given_id` taken by an entry that says
+    something else is a UsageError."""
     path.parent.mkdir(parents=True, exist_ok=True)
     with exclusive_lock(_lock_path(path)):
-        entries = read_entries(path) if path.exists() else []
-        _write(path, [*entries, entry])
+        data = load(path) if path.exists() else []
+        entries = entry_list(data)
+        existing = next((item for item in entries if item.get("id") == entry["id"]), None)
+        if existing is None:
+            entries.append(entry)
+            _write(path, data)
+            return entry, True
+    if given_id and any(existing.get(key) != entry.get(key) for key in IDENTITY):
+        raise UsageError(f"the id {entry['id']} is taken by an entry with another type, lesson, context, loop or iteration; "
+                         "nothing was added", hint=f"leave the id out to derive one, or change that entry: memory.py update {entry['id']}")
+    return existing, False
 
 
-def clear_entries(path: Path, loop_id: str | None, before: float | None, apply: bool) -> tuple[list[dict], list[dict], Path | None]:
-    """(entries to delete, entries kept, backup written): those of `loop_id` and/or created before `before`, else all.
-
-    Only with `apply` is anything written: first a backup beside the file, then the file without them.
-    """
-    with exclusive_lock(_lock_path(path)):
-        entries = read_entries(path)
-        doomed = [entry for entry in entries if _doomed(entry, loop_id, before)]
-        kept = [entry for entry in entries if not _doomed(entry, loop_id, before)]
-        backup = None
-        if apply and doomed:
-            backup = path.with_name(f"{path.name}.{dates.now_iso().replace(':', '')}.bak")
-            write_atomically(backup, path.read_bytes())
-            _write(path, kept)
-    return doomed, kept, backup
-
-
-def _doomed(entry: dict, loop_id: str | None, before: float | None) -> bool:
-    created = dates.normalize(entry.get("createdAt"))
-    return ((loop_id is None or entry.get("loopId") == loop_id)
-            and (before is None or (created is not None and created[1] < before)))
-
-
-def _write(path: Path, entries: list[dict]) -> None:
-    write_atomically(path, json.dumps(entries, ensure_ascii=False, indent=2) + "\n", mode=0o600)
+def _write(path: Path, data) -> None:
+    write_atomically(path, json.dumps(data, ensure_ascii=False, indent=2) + "\n", mode=0o600)
 
 
 def _lock_path(path: Path) -> Path:
     return path.with_name(f".{path.name}.lock")
 
 
+def memory_lock(settings: Settings):
+    """The memory file's lock, which add, remove, update and clear hold while they read and write entries (none when
+    the memory file's folder does not exist yet: then there is no memory file to race on)."""
+    path = settings.memory_file
+    return exclusive_lock(_lock_path(path)) if path.parent.is_dir() else contextlib.nullcontext()
+
+
 def entry_from_hit(hit: Hit) -> Entry:
     """A memory entry as the index holds it: its fields from the chunk's metadata, the lesson from its text."""
     metadata = hit.metadata
+    return Entry(_indexed_fields(metadata, _field_line(hit.text, "lesson")), metadata.get("path") or metadata.get("file", ""))
+
+
+def entry_from_record(record: dict, file: str) -> Entry:
+    """A memory entry of another file as the index shows it (its fields read as index_personal reads them), so that
+    clear, remove and update select what list shows."""
+    from .parsing import record_metadata
+
+    lesson = record.get("lesson")
+    return Entry(_indexed_fields(record_metadata(record), lesson if isinstance(lesson, str) else None), file)
+
+
+def _indexed_fields(metadata: dict, lesson: str | None) -> dict:
     fields = {"id": metadata.get("record_id"), "loopId": metadata.get("loop_id"), "iteration": metadata.get("iteration"),
-              "createdAt": metadata.get("date"), "type": metadata.get("type"), "lesson": _field_line(hit.text, "lesson"),
+              "createdAt": metadata.get("date"), "type": metadata.get("type"), "lesson": lesson,
               "context": metadata.get("context"), "tags": metadata.get("tags"), "confidence": metadata.get("confidence")}
-    return Entry({key: value for key, value in fields.items() if value is not None}, metadata.get("path") or metadata.get("file", ""))
+    return {key: value for key, value in fields.items() if value is not None}
 
 
 def _field_line(text: str, key: str) -> str | None:
@@ -168,6 +223,12 @@ def listing(settings: Settings, filters: Filters, loop_id: str | None) -> tuple[
     return entries, problem
 
 
+def other_memory_files(settings: Settings) -> list[Path]:
+    """The files other than the memory file that the personal index holds memory records of (list shows them)."""
+    files = {Path(entry.file) for entry in _indexed_entries(settings, Filters()) if entry.file}
+    return sorted(file for file in files if file.resolve() != settings.memory_file.resolve())
+
+
 def _indexed_entries(settings: Settings, filters: Filters) -> list[Entry]:
     """Memory records of the personal index (other memory files); none when it was never built."""
     from .store import Store
@@ -187,24 +248,46 @@ def in_loop(entry: Entry, loop_id: str | None) -> bool:
 
 
 def record(settings: Settings, kind: str, lesson: str, context: str | None = None, tags: list[str] | None = None,
-           confidence: float | None = None, loop_id: str | None = None, iteration: int | None = None) -> tuple[dict, bool]:
-    """Append a new entry to the memory file and index that file at once; (the entry, whether an index was published)."""
+           confidence: float | None = None, loop_id: str | None = None, iteration: int | None = None,
+           entry_id: str | None = None) -> dict:
+    """Append a new entry to the memory file, unless it is there already (a retry), and index that file at once.
+
+    The answer of memory.py add and memory_add: {"added": the entry in the file, "created": whether this call wrote
+    it, "memory_file", "indexed", and "reindex": why not, when the index could not follow}."""
+    check_confidence(confidence)
+    entry = new_entry(kind, lesson, context, normalized_tags(tags), confidence, loop_id, iteration, entry_id)
+    entry, created = append_entry(settings.memory_file, entry, given_id=entry_id is not None)
+    indexed, why = index_now(settings)
+    return {"added": entry, "created": created, "memory_file": str(settings.memory_file), "indexed": indexed,
+            **({"reindex": why} if why else {})}
+
+
+def normalized_tags(tags: list[str] | None) -> list[str]:
     from .parsing import normalize_tag
 
-    if confidence is not None and not 0 <= confidence <= 1:
-        raise MemoryFileError("--confidence must be between 0 and 1")
-    entry = new_entry(kind, lesson, context, [tag for tag in map(normalize_tag, tags or ()) if tag], confidence, loop_id, iteration)
-    append_entry(settings.memory_file, entry)
-    return entry, reindex(settings)
+    return [tag for tag in map(normalize_tag, tags or ()) if tag]
 
 
-def reindex(settings: Settings) -> bool:
-    """Bring the memory file's chunks in line with it (one document, no walk); True if an index was published."""
+def index_now(settings: Settings, paths: list[Path] | None = None) -> tuple[bool, str | None]:
+    """(whether the index now holds the memory file and `paths` as they are; why not). The files are written whatever
+    happens here: a busy index (past the wait), one to rebuild first, a missing model or a full disk leave them for
+    the next run, and a retried add (which finds its entry) indexes them."""
+    try:
+        reindex(settings, paths)
+    except RagSearchError as exc:
+        return False, str(exc)
+    return True, None
+
+
+def reindex(settings: Settings, paths: list[Path] | None = None) -> bool:
+    """Bring the chunks of the memory file and of `paths` (changed or deleted) in line with them (no walk); True if an
+    index was published."""
     from .runs import index_run
     from .sources.personal import COLLECTION, index_files, recorded_roots
 
+    files = list(dict.fromkeys([settings.memory_file, *(paths or ())]))
     with index_run(settings, COLLECTION) as run:
-        index_files(run.store, run.pipeline, settings, [settings.memory_file], [*settings.personal_roots, *recorded_roots(settings)])
+        index_files(run.store, run.pipeline, settings, files, [*settings.personal_roots, *recorded_roots(settings)])
     return run.published
 
 

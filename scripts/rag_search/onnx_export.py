@@ -33,8 +33,8 @@ from .embedding import (
     export_dir,
     export_problem,
     file_sha256,
-    force_offline,
 )
+from .telemetry import keep_libraries_local
 
 log = logging.getLogger("rag_search")
 
@@ -107,7 +107,7 @@ def ensure_export(data_dir: Path, model: ModelInfo) -> Path:
 def export(model: ModelInfo, target: Path) -> Path:
     """Export `model` to `target` (both graphs, tokenizer.json, export.json) and check it."""
     log.info("exporting %s to ONNX (once per model; needs torch)", model.name)
-    force_offline()
+    keep_libraries_local()
     import torch
     from sentence_transformers import SentenceTransformer
 

@@ -6,9 +6,17 @@ record fields the passage does not already show), and a later result of a file
 already in the answer leaves out what its first result said about the file (a
 page's chunks come together in the ranking); --verbose brings back every stored
 field.
+
+--max-tokens budgets the answer as printed (one line of JSON, every field counted),
+so --metadata-only, which prints no chunk text, fits more results in the same budget.
 """
 
+import json
+import math
+
 from .retrieval import SearchResult
+
+CHARS_PER_TOKEN = 4  # the usual estimate for English text, code and JSON
 
 # Kept in the compact answer, in this order: where the passage is and how old, which version of the docs, a record's
 # id (what an agent cites or passes on); and `suspect`, the warning that the passage reads like instructions to an AI
@@ -25,14 +33,14 @@ def result_payload(result: SearchResult, metadata_only: bool = False, explain: b
     """The design's schema (query, results with rank, score, source, file, id, chunk, metadata,
     searched_collections, total_chunks_searched), extended with mode and truncated."""
     results = []
-    said: dict[tuple[str, str], dict] = {}  # (collection, file) -> what its first result's metadata said
+    said: dict[tuple, dict] = {}  # page -> what its first result's metadata said
     for rank, hit in enumerate(result.hits, start=1):
         file = hit.metadata.get("file", "")
         if verbose:
             metadata = dict(sorted(hit.metadata.items()))
         else:
-            metadata = compact_metadata(hit.metadata, hit.text)
-            first = said.setdefault((hit.collection, file), metadata)
+            metadata = compact_metadata(hit.metadata, None if metadata_only else hit.text)  # what no printed chunk shows
+            first = said.setdefault(hit.page, metadata)
             if first is not metadata:
                 metadata = {key: value for key, value in metadata.items() if key not in FILE_METADATA or first.get(key) != value}
         item = {
@@ -53,7 +61,8 @@ def result_payload(result: SearchResult, metadata_only: bool = False, explain: b
         "searched_collections": result.searched,
         "total_chunks_searched": result.total_chunks,
         "mode": result.mode,
-        "truncated": result.truncated,
+        "truncated": False,  # within_budget sets it
+        **({"reindex": result.reindex} if result.reindex else {}),
     }
 
 
@@ -73,6 +82,59 @@ def _shown(value, text: str) -> bool:
     """Whether the passage already shows `value` (a JSON record's chunk lists its fields as `key: value` lines)."""
     rendered = ", ".join(map(str, value)) if isinstance(value, list) else str(value)
     return rendered in text
+
+
+def estimate_tokens(text: str) -> int:
+    """About 4 characters a token for ASCII text (English, code, JSON); a token for any other character, which is what
+    a tokenizer takes for CJK text and more than it takes for an accented letter (the budget errs on the short side)."""
+    return math.ceil(_weight(text) / CHARS_PER_TOKEN)
+
+
+def _weight(text: str) -> int:
+    """`text` in quarter tokens: 1 for an ASCII character, 4 for any other; additive, so parts can be summed."""
+    return len(text) if text.isascii() else len(text) + 3 * sum(1 for char in text if not char.isascii())
+
+
+def one_line(payload) -> str:
+    """JSON as an agent receives it (cli.to_json without a terminal, the MCP tools)."""
+    return json.dumps(payload, ensure_ascii=False)
+
+
+def answer_tokens(payload: dict) -> int:
+    return estimate_tokens(one_line(payload))
+
+
+def within_budget(payload: dict, max_tokens: int | None) -> dict:
+    """The answer in about `max_tokens` tokens as printed: the leading results that fit, with "truncated" true; a first
+    result too long alone keeps the beginning of its chunk that fits (it is always kept, even if its metadata alone
+    overflows a tiny budget). The payload given is not changed."""
+    if not max_tokens or not payload["results"] or answer_tokens(payload) <= max_tokens:
+        return payload
+    room = max_tokens * CHARS_PER_TOKEN - _weight(one_line({**payload, "results": [], "truncated": True}))
+    kept: list[dict] = []
+    for item in payload["results"]:
+        cost = _weight(one_line(item)) + (2 if kept else 0)  # ", " between results
+        if cost > room:
+            break
+        kept.append(item)
+        room -= cost
+    return {**payload, "results": kept or [_cut(payload["results"][0], room)], "truncated": True}
+
+
+def _cut(item: dict, room: int) -> dict:
+    """`item` with the longest beginning of its chunk that keeps it within `room` (quarter tokens), marked cut_to_budget
+    in its explain."""
+    if not item["chunk"]:
+        return item
+    cut = {**item, **({"explain": {**item["explain"], "cut_to_budget": True}} if "explain" in item else {})}
+    low, high = 0, len(item["chunk"])
+    while low < high:
+        middle = (low + high + 1) // 2
+        if _weight(one_line({**cut, "chunk": item["chunk"][:middle]})) <= room:
+            low = middle
+        else:
+            high = middle - 1
+    return {**cut, "chunk": item["chunk"][:low]}
 
 
 def to_text(payload: dict) -> str:

@@ -1,10 +1,15 @@
-"""Progress on stderr: a bar on a terminal, a periodic log line elsewhere (journald)."""
+"""Progress on stderr: a bar on a terminal, a periodic log line elsewhere (journald); and which warnings are routine."""
 
 import logging
 import sys
 import time
 
 log = logging.getLogger("rag_search")
+
+# log.warning(..., extra=ROUTINE): a warning every run repeats while nothing changes, which the run's JSON summary reports
+# too (a file skipped, credential files left out, sitemap entries outside the docs folder). A --quiet run (the nightly
+# timer) leaves it off stderr (cli.setup_logging), so the journal shows what is new or needs doing.
+ROUTINE = {"routine": True}
 
 
 class Progress:

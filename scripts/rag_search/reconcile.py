@@ -3,25 +3,38 @@
 A source lists its documents (key, a cheap identity, a loader) and says whether
 the listing is complete; it never writes the index. `reconcile` puts new and
 changed documents, keeps unchanged ones, notices moves, removes what is no
-longer listed, and counts it all. Two rules protect what was indexed:
+longer listed, and counts it all. Search-time freshness plans with the same
+rules (`plan`).
+
+A document's identity covers every input of its indexed text and metadata: its
+own (size and mtime, a git blob id), the files it includes (each by its own
+identity now), and the source's context (a git source's version, commit and
+URL). So an edit to an included file, or a git source moving to a new commit,
+reaches the document without --full. When only the context moved, the document
+is written again with its new metadata; its chunks keep their ids and vectors.
+
+Two rules protect what was indexed:
 
 - nothing is removed on the word of an incomplete listing (a sitemap that did
   not load, a folder that could not be read);
 - a listing that is empty, or less than half of what the last run indexed, is
-  taken for an outage (an unmounted disk, a moved docs folder): the source
-  fails and keeps everything, unless the run says the shrink is intended
-  (--allow-shrink or --full).
+  taken for an outage (an unmounted disk, a moved docs folder), and so is a run
+  whose documents answer "gone" (HTTP 404) until less than half is left: the
+  source fails and nothing is removed, unless the run says the shrink is
+  intended (--allow-shrink or --full).
 """
 
+import hashlib
+import json
 import logging
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from .errors import SourceFailed
 from .indexer import IndexWriter, SourceDocument
 from .parsing import ParseError
-from .progress import Progress
+from .progress import ROUTINE, Progress
 from .records import DocumentRecord
 
 log = logging.getLogger("rag_search")
@@ -66,6 +79,10 @@ class Listed:
     load: Callable[[DocumentRecord | None], Loaded]  # given what is indexed (None with --full); may raise Skip
 
 
+def _no_dependencies(path: str) -> str | None:
+    return None
+
+
 @dataclass
 class Listing:
     documents: list[Listed]
@@ -74,48 +91,102 @@ class Listing:
     skipped: list[dict] = field(default_factory=list)  # found but not listable ({"file", "reason", "key"?}): kept
     state: dict | None = None  # the source's state once this listing is indexed (a git commit)
     details: dict = field(default_factory=dict)  # for the run summary
+    context: dict = field(default_factory=dict)  # what every document's metadata depends on (a git version, commit, URL)
+    dependency: Callable[[str], str | None] = _no_dependencies  # the identity now of a file a document includes
+
+    def identity(self, own: str | None, depends: list[str]) -> str | None:
+        """A document's identity: its own, the context's and that of each file it includes (None: unknown until loaded)."""
+        if own is None:
+            return None
+        if not self.context and not depends:
+            return own
+        included = {path: self.dependency(path) for path in sorted(depends)}
+        return f"{own}|{_digest(self.context)}|{_digest(included)}"
+
+
+def _digest(value: dict) -> str:
+    return hashlib.blake2b(json.dumps(value, sort_keys=True).encode("utf-8"), digest_size=8).hexdigest() if value else ""
+
+
+def _context_part(identity: str | None) -> str:
+    """The context's digest in an identity made by Listing.identity ("" for none)."""
+    parts = (identity or "").split("|")
+    return parts[1] if len(parts) == 3 else ""
+
+
+def depends_of(record: DocumentRecord | None) -> list[str]:
+    """The files an indexed document included when it was indexed."""
+    return list((record.state or {}).get("depends", [])) if record is not None else []
+
+
+@dataclass
+class Plan:
+    """What an index run (or a search's freshness step) has to do for a listing."""
+
+    load: list[Listed]  # new, or changed by identity (every document with --full)
+    gone: list[str]  # keys indexed and no longer listed (none when the listing is incomplete)
+
+
+def plan(known: dict[str, DocumentRecord], listing: Listing, full: bool = False) -> Plan:
+    """Which listed documents to load and which indexed ones are gone, by the rules above."""
+    load = [item for item in listing.documents if full or not _unchanged(item, known.get(item.key), listing)]
+    seen = {skip["key"] for skip in listing.skipped if "key" in skip} | {item.key for item in listing.documents}
+    return Plan(load, sorted(set(known) - seen) if listing.complete else [])
+
+
+def _unchanged(item: Listed, previous: DocumentRecord | None, listing: Listing) -> bool:
+    identity = listing.identity(item.identity, depends_of(previous))
+    return previous is not None and identity is not None and previous.identity == identity
 
 
 @dataclass
 class Report:
     listed: int = 0
     counts: Counter = field(default_factory=Counter)  # added, updated, unchanged, moved, deleted
-    skipped: list[dict] = field(default_factory=list)
+    skipped: list[dict] = field(default_factory=list)  # {"file", "reason"}, and "identity" if skipped when loaded
     failed: list[dict] = field(default_factory=list)
 
     def summary(self) -> dict:
         counts = {name: self.counts[name] for name in ("added", "updated", "unchanged", "moved", "deleted")}
-        return {**counts, "skipped": self.skipped, **({"failed_documents": self.failed} if self.failed else {})}
+        return {**counts, "skipped": self.shown_skips(), **({"failed_documents": self.failed} if self.failed else {})}
+
+    def shown_skips(self) -> list[dict]:
+        """The skipped documents as run summaries show them: file and reason."""
+        return [{"file": skip["file"], "reason": skip["reason"]} for skip in self.skipped]
 
 
 def reconcile(writer: IndexWriter, known: dict[str, DocumentRecord], listing: Listing, label: str,
               full: bool = False, allow_shrink: bool = False, quiet: bool = False) -> Report:
     """Bring the documents `known` for a source in line with its `listing`; the writer is flushed at the end."""
-    check_shrink(label, len(known), listing, allowed=full or allow_shrink)
-    report = Report(listed=len(listing.documents) + len(listing.skipped),
-                    skipped=[{"file": skip["file"], "reason": skip["reason"]} for skip in listing.skipped])
-    seen = {skip["key"] for skip in listing.skipped if "key" in skip}
+    allowed = full or allow_shrink
+    listed = len(listing.documents) + len(listing.skipped)
+    if listing.complete:
+        check_shrink(label, len(known), listed, allowed)
+    work = plan(known, listing, full)
+    report = Report(listed=listed, skipped=[{"file": skip["file"], "reason": skip["reason"]} for skip in listing.skipped])
+    report.counts["unchanged"] = len(listing.documents) - len(work.load)
     added: dict[str, str] = {}  # key -> content hash of documents new to the index, to notice moves
-    progress = Progress(len(listing.documents), label, quiet)
-    for item in listing.documents:
+    gone: dict[str, str] = {}  # key -> why, of documents whose loader found them gone
+    progress = Progress(len(work.load), label, quiet)
+    for item in work.load:
         progress.update()
-        seen.add(item.key)
-        _apply(writer, item, known.get(item.key), full, report, added)
+        _apply(writer, item, known.get(item.key), listing, full, report, added, gone)
     progress.close()
-    gone = sorted(set(known) - seen) if listing.complete else []
-    moved = _moves(added, [known[key].content_hash for key in gone])
-    report.counts.update(moved=moved, deleted=len(gone) - moved)
+    moved = _moves(added, [known[key].content_hash for key in work.gone])
+    report.counts.update(moved=moved, deleted=len(work.gone) - moved + len(gone))
     report.counts["added"] -= moved
-    for key in gone:
+    if gone and not allowed:
+        writer.flush()
+        _check_gone(label, len(known), len(known) - len(work.gone) - len(gone), gone)
+    for key in [*work.gone, *gone]:
         writer.remove(key)
     writer.flush()
     return report
 
 
-def check_shrink(label: str, known: int, listing: Listing, allowed: bool) -> None:
+def check_shrink(label: str, known: int, listed: int, allowed: bool) -> None:
     """Fail the source when a complete listing is empty or less than half of what is indexed."""
-    listed = len(listing.documents) + len(listing.skipped)
-    if allowed or not listing.complete or not known or (listed and listed * 2 >= known):
+    if allowed or not known or (listed and listed * 2 >= known):
         return
     raise SourceFailed(
         f"{label}: found {listed} document(s) where the last run indexed {known}; nothing was changed. If they were "
@@ -123,27 +194,41 @@ def check_shrink(label: str, known: int, listing: Listing, allowed: bool) -> Non
     )
 
 
-def _apply(writer: IndexWriter, item: Listed, previous: DocumentRecord | None, full: bool, report: Report, added: dict) -> None:
-    if previous and not full and item.identity is not None and previous.identity == item.identity:
-        report.counts["unchanged"] += 1
+def _check_gone(label: str, known: int, left: int, gone: dict[str, str]) -> None:
+    """Fail the source when documents answering "gone" would leave less than half of what is indexed (a site that
+    answers 404 to everything is having an outage, not deleting its docs)."""
+    if left and left * 2 >= known:
         return
+    key, reason = next(iter(gone.items()))
+    raise SourceFailed(f"{label}: {len(gone)} of the {known} indexed documents answered as gone (e.g. {key}: {reason}); none "
+                       "was removed. If they were removed on purpose, rerun with --allow-shrink")
+
+
+def _apply(writer: IndexWriter, item: Listed, previous: DocumentRecord | None, listing: Listing, full: bool, report: Report,
+           added: dict, gone: dict) -> None:
     kept = "; the previously indexed version is kept" if previous else ""
     try:
         loaded = item.load(None if full else previous)
     except Skip as exc:
-        log.warning("%s %s: %s%s", "failed" if exc.failed else "skipped", item.file, exc.reason, kept)
-        (report.failed if exc.failed else report.skipped).append({"file": item.file, "reason": exc.reason + kept})
+        log.warning("%s %s: %s%s", "failed" if exc.failed else "skipped", item.file, exc.reason, kept,
+                    extra=None if exc.failed else ROUTINE)  # a failed fetch is news; a file that cannot be indexed is not
+        if exc.failed:
+            report.failed.append({"file": item.file, "reason": exc.reason + kept})
+        else:
+            report.skipped.append({"file": item.file, "reason": exc.reason + kept, "identity": item.identity})
         return
     if isinstance(loaded, Gone):
         log.warning("%s is gone (%s)", item.file, loaded.reason)
         if previous:
-            writer.remove(item.key)
-            report.counts["deleted"] += 1
+            gone[item.key] = loaded.reason
         return
-    if isinstance(loaded, Unchanged) or (previous and not full and previous.content_hash == loaded.content_hash):
-        identity, state = (loaded.identity, loaded.state)
-        if previous and (previous.identity, previous.state) != (identity, state):
-            writer.keep(item.key, identity, state)
+    if isinstance(loaded, SourceDocument):
+        loaded = replace(loaded, identity=listing.identity(loaded.identity, loaded.depends),
+                         state={**(loaded.state or {}), "depends": loaded.depends} if loaded.depends else loaded.state)
+    same = isinstance(loaded, Unchanged) or (previous and not full and previous.content_hash == loaded.content_hash)
+    if same and (isinstance(loaded, Unchanged) or _context_part(previous.identity) == _context_part(loaded.identity)):
+        if previous and (previous.identity, previous.state) != (loaded.identity, loaded.state):
+            writer.keep(item.key, loaded.identity, loaded.state)
         report.counts["unchanged"] += 1
         return
     try:
@@ -151,10 +236,10 @@ def _apply(writer: IndexWriter, item: Listed, previous: DocumentRecord | None, f
             log.warning("%s: %s", item.file, warning)
     except (ParseError, RecursionError) as exc:
         reason = (str(exc) if isinstance(exc, ParseError) else "nested too deeply") + kept
-        log.warning("skipped %s: %s", item.file, reason)
-        report.skipped.append({"file": item.file, "reason": reason})
+        log.warning("skipped %s: %s", item.file, reason, extra=ROUTINE)
+        report.skipped.append({"file": item.file, "reason": reason, "identity": item.identity})
         return
-    report.counts["updated" if previous else "added"] += 1
+    report.counts["unchanged" if same else "updated" if previous else "added"] += 1
     if not previous:
         added[item.key] = loaded.content_hash
 

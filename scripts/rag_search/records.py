@@ -23,10 +23,10 @@ class DocumentRecord:
 
 @dataclass
 class IndexedFiles:
-    """What a published index holds of one source: each document's cheap identity, the source's state, and when it was
-    published. Read from the catalog alone, for checks that must not pay for opening the vectors (freshness, roots)."""
+    """What a published index holds of one source: its documents, the source's state, and when it was published. Read
+    from the catalog alone, for checks that must not pay for opening the vectors (freshness, roots, coverage)."""
 
-    identities: dict[str, str | None]  # document key -> identity ("size:mtime_ns" for files)
+    documents: dict[str, DocumentRecord]  # by key
     state: dict | None
     published: str  # ISO time the generation was published
 
@@ -58,6 +58,7 @@ class StoredChunk:
     id: str
     text: str
     metadata: dict
+    document: str = ""  # its document's key
 
 
 @dataclass
@@ -70,6 +71,12 @@ class Hit:
     text: str
     metadata: dict
     explain: dict = field(default_factory=dict)  # ranks and scores of each stage
+    document: str = ""  # the key of its document: two roots' notes/todo.md are two documents with one file name
+
+    @property
+    def page(self) -> tuple:
+        """What --per-file and page ranking count as one page."""
+        return self.collection, self.document or self.metadata.get("file")
 
 
 @dataclass(frozen=True)

@@ -82,11 +82,16 @@ def load(path: Path) -> Registry:
         return Registry(path, {"sources": []}, None)
     except OSError as exc:
         raise ConfigError(f"cannot read {path}: {exc.strerror}") from None
+    # Our writes are atomic, so a broken registry was edited by hand; and it is the user's (git ignores it).
+    hint = f"fix {path} in an editor; status.py lists the doc sources the index holds"
     try:
         data = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
-        raise ConfigError(f"{path} is not valid JSON: {one_line(exc)}", hint="fix the file or restore it from git") from None
-    return Registry(path, data, _digest(raw), validate(data, path.name))
+        raise ConfigError(f"{path} is not valid JSON: {one_line(exc)}", hint=hint) from None
+    try:
+        return Registry(path, data, _digest(raw), validate(data, path.name))
+    except ConfigError as exc:
+        raise ConfigError(exc.message, hint=exc.hint or hint) from None
 
 
 def validate(data, name: str = "sources.json") -> list[SourceSpec]:

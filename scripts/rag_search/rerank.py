@@ -10,7 +10,7 @@ ever downloaded.
 from pathlib import Path
 
 from .config import Settings
-from .embedding import force_offline
+from .telemetry import keep_libraries_local
 
 
 def find_rerank_model(settings: Settings) -> tuple[Path | None, str]:
@@ -25,7 +25,7 @@ def find_rerank_model(settings: Settings) -> tuple[Path | None, str]:
 
 class CrossEncoderReranker:
     def __init__(self, path: Path):
-        force_offline()
+        keep_libraries_local()
         from sentence_transformers import CrossEncoder
 
         self._model = CrossEncoder(str(path), device="cpu", local_files_only=True)

@@ -8,8 +8,8 @@ section of a page counts with its best chunk, and a page's score is the damped
 sum of its sections' (a page that answers in many sections beats a page with
 one chance match; a long section split into several chunks counts once, so
 length alone earns nothing). Each page shows its best chunks, best first.
-Then recency, an optional cross-encoder, the per-file cap and the token budget
-shape the page.
+Then recency, an optional cross-encoder and the per-file cap shape the page (the
+token budget is the formatter's: it counts the answer as printed, output.py).
 
 Every hit's `score` is the cosine similarity of chunk and query (0 to 1) in
 every mode, so --min-score means the same thing everywhere; the order is the
@@ -25,6 +25,7 @@ import numpy as np
 
 from . import lexical
 from .config import Settings
+from .datadir import MARKER
 from .embedding import find_model, query_embedder
 from .errors import IndexNotBuilt, UsageError
 from .parsing import normalize_tag
@@ -34,7 +35,6 @@ from .store import COLLECTIONS, INDEX_COMMANDS, Store, fingerprint, nothing_buil
 MODES = ("hybrid", "dense", "lexical")
 RECORD_KINDS = ("json", "jsonl")  # a file of records: each record stands alone, it is not a section of a page
 SECONDS_PER_DAY = 86400.0
-CHARS_PER_TOKEN = 4  # the usual estimate for English text and code
 PERSONAL = "personal"  # the personal collection, and the source id of its documents
 NOTES_SAID = ".notes-said"
 
@@ -50,7 +50,6 @@ class SearchOptions:
     tags: list[str] | None = None  # tags, every one of them
     min_score: float | None = None  # on the cosine score
     per_file: int = 2  # at most this many chunks of one file; 0 = no limit
-    max_tokens: int | None = None  # budget for the text of all results
     recency_half_life_days: float | None = None  # personal chunks: newer ranks higher
     # Fusion settings, tuned on SciFact's 809 train queries with bench/eval_beir.py --grid (k=10 beat 30, 60, 100).
     depth: int = 50  # candidates taken from each retriever
@@ -79,7 +78,7 @@ class SearchResult:
     total_chunks: int
     mode: str = "hybrid"
     notes: list[str] = field(default_factory=list)  # for stderr: e.g. an index not built yet
-    truncated: bool = False  # the token budget cut the list short
+    reindex: dict[str, str] = field(default_factory=dict)  # collection -> why to rebuild it (it still answered)
 
 
 def first_time(settings: Settings, note: str) -> bool:
@@ -89,6 +88,8 @@ def first_time(settings: Settings, note: str) -> bool:
     the personal index.
     """
     said = settings.data_dir / NOTES_SAID
+    if not (settings.data_dir / MARKER).is_file():
+        return True  # not a data dir of ours (yet): nothing is written there
     try:
         if note in said.read_text(encoding="utf-8").splitlines():
             return False
@@ -108,13 +109,17 @@ def check_query(query: str) -> str:
 
 
 def open_store(settings: Settings, name: str, expected: dict) -> Store:
-    """The published index of one collection, checked against the model's fingerprint."""
-    store = Store.open_for_reading(settings, name)
+    """The published index of one collection, checked against the model's fingerprint: one built by an earlier version
+    whose vectors still answer this install's queries is searched, and says to reindex."""
+    store = Store.open_for_reading(settings, name, expected)
     try:
-        store.check_fingerprint(expected)
+        store.reindex = store.check_built_as(expected)
+        store.load_vectors()
     except BaseException:
         store.close()
         raise
+    if store.reindex:
+        store.notes.append(store.reindex)
     return store
 
 
@@ -236,8 +241,8 @@ def search(stores: dict[str, Store], query: str, vector: np.ndarray, options: Se
     if reranker is not None:
         hits = reranker.rerank(query, hits[: max(options.top_k * 4, 20)])
     hits = _first_scored(stores, vector, _cap_per_file(hits, options.per_file), options.top_k)
-    hits, truncated = _within_budget(hits, options.max_tokens)
-    return SearchResult(query, hits, list(stores), total, options.mode, truncated=truncated)
+    return SearchResult(query, hits, list(stores), total, options.mode,
+                        reindex={name: store.reindex for name, store in stores.items() if store.reindex})
 
 
 def _dense(stores: dict[str, Store], vector: np.ndarray, options: SearchOptions, candidates: dict) -> list[str]:
@@ -334,7 +339,7 @@ def _by_page(ranked: list[str], candidates: dict, keys: dict[str, float], option
     for chunk_id in ranked:
         hit = candidates[chunk_id]
         record = hit.metadata.get("kind") in RECORD_KINDS
-        pages.setdefault((hit.collection, hit.metadata.get("file"), hit.metadata.get("heading") if record else None), []).append(chunk_id)
+        pages.setdefault((*hit.page, hit.metadata.get("heading") if record else None), []).append(chunk_id)
     cosines = [hit.explain["cosine"] for hit in candidates.values() if "cosine" in hit.explain]
     floor = options.section_floor * max(cosines) if cosines else None
     scored = []
@@ -371,30 +376,8 @@ def _cap_per_file(hits: list[Hit], per_file: int) -> list[Hit]:
     seen: dict[tuple, int] = {}
     kept = []
     for hit in hits:
-        key = (hit.collection, hit.metadata.get("file"))
-        seen[key] = seen.get(key, 0) + 1
-        if seen[key] <= per_file:
+        seen[hit.page] = seen.get(hit.page, 0) + 1
+        if seen[hit.page] <= per_file:
             kept.append(hit)
     return kept
 
-
-def estimate_tokens(text: str) -> int:
-    return math.ceil(len(text) / CHARS_PER_TOKEN)
-
-
-def _within_budget(hits: list[Hit], max_tokens: int | None) -> tuple[list[Hit], bool]:
-    """The leading hits whose text fits in `max_tokens`; the first is cut to fit if it alone is too long."""
-    if not max_tokens:
-        return hits, False
-    kept, used = [], 0
-    for hit in hits:
-        cost = estimate_tokens(hit.text)
-        if used + cost > max_tokens:
-            if not kept:
-                hit.text = hit.text[: max_tokens * CHARS_PER_TOKEN]
-                hit.explain["cut_to_budget"] = True
-                kept.append(hit)
-            return kept, True
-        kept.append(hit)
-        used += cost
-    return kept, False

@@ -1,18 +1,29 @@
 """An index run: open the next generation of a collection, change it, publish it, close it.
 
 Every script that writes the index uses `index_run`, so the sequence (write
-lock, work generation, model pipeline, commit, clean-up) lives in one place.
+lock, work generation, model pipeline, commit, clean-up) lives in one place, and
+so does the one rule about upgrades: a published index built with another
+fingerprint (model, graph, chunking, schema) is rebuilt only by a run that
+covers everything it holds. Any other run changes nothing and says which run
+rebuilds it; until then searches answer from the published index.
 """
 
 import contextlib
+import logging
+from collections.abc import Callable
 from functools import cached_property
 
 from . import generations
 from .config import Settings
 from .embedding import find_model
-from .errors import DiskFull, is_disk_full
+from .errors import DiskFull, FingerprintMismatch, is_disk_full
+from .generations import INDEX_COMMANDS
 from .indexer import Pipeline
-from .store import Store, disk_full
+from .records import IndexedFiles
+from .store import Store, fingerprint
+from .store_writer import disk_full
+
+log = logging.getLogger("rag_search")
 
 
 class IndexRun:
@@ -30,10 +41,19 @@ class IndexRun:
 
 
 @contextlib.contextmanager
-def index_run(settings: Settings, collection: str, fresh: bool = False):
+def index_run(settings: Settings, collection: str, fresh: bool = False,
+              left_out: Callable[[IndexedFiles], list[str]] | None = None, embeds: bool = True):
     """Yield an IndexRun on the next generation of `collection` (empty when `fresh`); publish it if the block ends
-    normally. A full disk anywhere becomes one DiskFull error saying how much to free, after the work is removed."""
-    store = Store.open_for_writing(settings, collection, fresh)
+    normally. A full disk anywhere becomes one DiskFull error saying how much to free, after the work is removed.
+
+    `left_out(indexed)` names what of the published index this run does not cover (None: the run covers only part of
+    it); a run that covers everything rebuilds an index of another fingerprint. A run that only removes (`embeds` False)
+    works on any index."""
+    expected = fingerprint(find_model(settings.model_dir), settings.embedding) if embeds else None
+    try:
+        store = Store.open_for_writing(settings, collection, expected, fresh)
+    except FingerprintMismatch as exc:
+        store = _rebuild(settings, collection, expected, exc, left_out)
     run = IndexRun(store, settings)
     try:
         yield run
@@ -46,3 +66,17 @@ def index_run(settings: Settings, collection: str, fresh: bool = False):
         raise disk_full(root, generations.complete_generations(root)) from None
     finally:
         store.close()
+
+
+def _rebuild(settings: Settings, collection: str, expected: dict, mismatch: FingerprintMismatch,
+             left_out: Callable[[IndexedFiles], list[str]] | None) -> Store:
+    """The store of a rebuild, if this run covers everything the published index holds; else FingerprintMismatch."""
+    indexed = Store.indexed_files(settings, collection, None)
+    missing = ["part of it"] if left_out is None or indexed is None else left_out(indexed)
+    if missing:
+        raise FingerprintMismatch(f"{mismatch.message}; this run covers only part of it ({', '.join(missing[:3])} not), so it "
+                                  "cannot rebuild it and nothing was changed; searches answer from it until it is rebuilt",
+                                  hint=f"rebuild it whole: {INDEX_COMMANDS[collection]} (with every root or source it "
+                                       "holds available)") from None
+    log.warning("%s: rebuilding it whole (the published index serves until the rebuild is published)", mismatch.message)
+    return Store.open_for_writing(settings, collection, expected, fresh=True)

@@ -1,21 +1,22 @@
-"""Our own secret rules, for what provider token formats (gitleaks.py) do not cover.
+"""Our own secret rules, for what provider token formats (gitleaks.py) do not cover: finding secrets' spans in text.
 
 - Private key blocks (PEM and PGP, through the END line, or the base64 lines of a truncated block; also with
   literal `\\n` escapes inside JSON strings; blocks with < 64 base64 characters are examples).
 - Formats this gitleaks release lacks or matches too narrowly (EXTRA_RULES), and a 40-character AWS-secret-shaped
   string anywhere (mixed case, >= 3 digits, high entropy: an AWS secret in prose).
 - Authorization headers, URL userinfo passwords (`postgres://user:[REDACTED:url-password]@host`), netrc lines,
-  XML elements named like secrets, k8s env name/value pairs, `--flag value`, the CLIs whose short flag is a
-  password (mysql -pX, sshpass -p, docker login -p, redis-cli -a), and prose ("the API key is ...").
+  .npmrc auth lines (the legacy `:_authToken=<uuid>` too), XML elements named like secrets, k8s env name/value
+  pairs, markdown table rows naming a secret, `--flag value`, the CLIs whose short flag is a password (mysql -pX,
+  sshpass -p, docker login -p, redis-cli -a, curl -u user:pass), and prose ("the admin key is ...").
 - The key-name rule: `key: value`, `key = value`, `"key": "value"`, `KEY=value`, `&key=value`, `Key=value;`, YAML
   `key: |` blocks, where the key's last word names a secret. Strong keys (the password family, qualified *_key,
-  client-key-data, `sig` in a URL query) get any value redacted but placeholders; weak keys (token, auth, secret,
-  credentials) only values that look like a credential (not `my-tls-secret`, a Kubernetes object name).
+  client-key-data, `sig` in a URL query) get any value redacted but placeholders (a password: but references, see
+  secret_values.kept_under); weak keys (token, auth, secret, credentials) only values that look like a credential
+  (not `my-tls-secret`, a Kubernetes object name).
 
-Placeholders always survive (`is_placeholder`): empty values, booleans, references and templates (`${VAR}`,
-`{{ ... }}`, `<...>`, `os.environ[...]`), masks (`xxxx`, `****`), elided values (`...`), code, password hashes,
-paths to key files, values under 6 characters, letters-only values under 16, example words even in leetspeak
-(`changeme`, `s3cr3t!`), base64 that decodes to such a word, and unquoted prose.
+Whether a key names a secret and whether a value is a placeholder or looks like a credential is judged in
+secret_values.py. Known public values (NATS JWTs, meeting-link passcodes) are left out. Every span is a secret in a
+personal note; which ones documentation keeps as examples is decided in secret_examples.py.
 
 `find_spans(text)` returns (start, end, kind) for every rule, gitleaks' included; secrets.py merges and applies them.
 """
@@ -27,6 +28,7 @@ from collections import Counter
 from functools import cache
 
 from .gitleaks import GitleaksRules, entropy
+from .secret_values import DNS_NAME, UUID, is_placeholder, kept_under, key_strength, kind_for, looks_like_credential
 
 Span = tuple[int, int, str]
 
@@ -46,7 +48,7 @@ EXTRA_RULES = [
 ]
 # "the staging Heroku API key is 0f9c...": a credential-looking value right after a secret noun and "is"/":"/"="
 _PROSE = re.compile(  # run on lower-cased text
-    r"\b(?:api[ _-]?key|access[ _-]?key|secret(?:[ _-]?key)?|token|password|passphrase)\b"
+    r"\b(?:(?:api|access|admin|master|root|license|signing)[ _-]?key|secret(?:[ _-]?key)?|token|password|passphrase)\b"
     r"(?:[ \t]+[a-z]+){0,4}?[ \t]+(?:is|was|=|:)[ \t]+[`'\"]?"
     r"([A-Za-z0-9][A-Za-z0-9_\-+/=.~]{15,})"
 )
@@ -57,8 +59,15 @@ _XML = re.compile(r"<([A-Za-z_][\w.-]*)>([^<>\n]{1,300})</\1>")
 _ENV_PAIR = re.compile(r"\bname:[ \t]*[\"']?([A-Za-z_][\w.-]*)[\"']?[ \t]*\n[ \t]*(?:[\w.\[\]-]*\.)?value:[ \t]*(\S[^\n]*)")
 _CLI = re.compile(
     r"\b(?:(?:mysql|mysqldump|mysqladmin|mariadb)\b[^\n]*?[ \t]-p([^\s\-][^\s]*)|sshpass[ \t]+-p[ \t]*(\S+)"
-    r"|docker[ \t]+login\b[^\n]*?[ \t]-p[ \t]+(\S+)|redis-cli\b[^\n]*?[ \t]-a[ \t]+(\S+))"
+    r"|docker[ \t]+login\b[^\n]*?[ \t]-p[ \t]+(\S+)|redis-cli\b[^\n]*?[ \t]-a[ \t]+(\S+)"
+    r"|curl\b[^\n]*?[ \t](?:-u|--user)(?:=|[ \t]+)[\"']?[^\s:\"'$]+:([^\s\"']+))"  # curl -u user:password
 )
+_CLI_NAMES = ("mysql", "mariadb", "sshpass", "docker", "redis-cli", "curl")
+# .npmrc auth lines, the legacy forms too: `//registry.npmjs.org/:_authToken=<uuid>`, `_auth=<base64>`, `_password=`
+_NPMRC = re.compile(r"(?<![^\s:])_(?:authToken|auth|password)[ \t]*=[ \t]*[\"']?([^\s\"'`]+)")
+_TABLE_ROW = re.compile(r"^[ \t]*\|(.*\|)[ \t]*$", re.M)
+_TABLE_KEY = re.compile(r"[A-Za-z_][\w.\[\]-]*")
+_TABLE_VALUE = re.compile(r"(?=[^\d]*\d)[\w\-+/=.~!@#%^&*:]{8,}")  # one token with a digit: not a type, a link or prose
 # "--password hunter2" (a flag and its value, space separated)
 _FLAG = re.compile(r"--(?<![\w-]--)([A-Za-z][\w-]*)[ \t]+([^\s\-$<{\[\"'`][^\s\"'`]*)")
 _AWS_SHAPED = re.compile(r"(?<![A-Za-z0-9/+=_.-])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=_-])")
@@ -74,10 +83,6 @@ _HEADER = re.compile(
 _BARE_BEARER = re.compile(r"\b(?i:bearer)[ \t]+(?=[A-Za-z0-9._~+/=-]*[0-9])([A-Za-z0-9._~+/=-]{20,})")
 _URL_USERINFO = re.compile(r"\b([a-zA-Z][a-zA-Z0-9+.-]{1,20}://)([^\s:/?#@\"'<>\[\]]*):([^\s/?#@\"'<>]+)@(?=[^\s/?#@\"'<>]*[A-Za-z0-9\]])")
 _MEETING_LINK = re.compile(r"https?://[^\s/]*zoom[^\s/]*\.[a-z]+/", re.I)
-EXAMPLE_LOOKBACK = 600  # characters of the value's own section read for an example marker
-# A word of prose, not part of a name: "example" in git.acme.example or /examples/ says nothing about the value.
-_EXAMPLE_MARKER = re.compile(r"(?<![\w./@-])(?:for example|examples?|e\.g\.|for instance|samples?|dummy|fake|placeholder|"
-                             r"(?:will |would )?looks? like)(?![\w/-]|\.\w)", re.I)
 _JSON_ESCAPE = re.compile(r"\\u00([2-7][0-9a-fA-F])|\\/")
 
 # --- the key-name rule --------------------------------------------------------------------
@@ -87,156 +92,6 @@ _KEY_CORE = re.compile("(?i)" + _KEY_CORE_PATTERN)
 _KEY_CORE_LOW = re.compile(_KEY_CORE_PATTERN)  # on lower-cased text: 6x faster than (?i) in `re`
 _KEY_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.$@[]-")
 MAX_KEY = 120  # characters looked back for the start of a key
-_CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
-PASSWORD_WORDS = {"password", "passwd", "pwd", "passphrase", "passcode", "passwort", "contrasena", "motdepasse"}
-JOINED_STRONG = frozenset((
-    "apikey accesskey secretkey privatekey accountkey authkey masterkey sharedkey clientkey signingkey "
-    "encryptionkey apisecret clientsecret appsecret authtoken accesstoken "
-).split())
-KEY_QUALIFIERS = frozenset((
-    "api access secret private account auth client encryption signing master storage shared license app "
-    "subscription service webhook consumer deploy admin management hmac sas session root server write read ingest "
-    "integration personal live test "
-).split())
-WEAK_WORDS = {"token", "secret", "auth", "credential", "credentials", "creds", "cred"}
-_BOOLEAN_ISH = frozenset("true false yes no on off null none nil undefined ~ required optional enabled disabled true, false,".split())
-PLACEHOLDER_VALUES = frozenset((
-    "password passwd pass pwd secret mysecret mypassword yourpassword token apikey changeme changeit admin root "
-    "test testing foo bar foobar baz example sample dummy value string str hidden masked redacted todo tbd none "
-    "empty secretpassword s3cr3t p@ssw0rd passw0rd hunter2 letmein default guest user username qwerty abc123 123456 "
-    "12345678 1234 0000 xyz "
-).split())
-PLACEHOLDER_WORDS = frozenset((
-    "your example examples changeme placeholder dummy sample fake redacted replace here insert my secret password "
-    "token key xxx xxxx some super random generated foo bar test demo secure strong the a pass api value real "
-    "actual env "
-).split())
-_TEMPLATE = re.compile(
-    r"^(?:\$\{.*\}|\$\(.*\)|\$[A-Za-z_][A-Za-z0-9_]*|\{\{.*\}\}|\{%.*%\}|<[^<>]*>|%[A-Za-z_][A-Za-z0-9_]*%|@[A-Za-z_]+@"
-    r"|\[[^\]]*\]|!vault.*|!!.*|\(.*\)|ENC\[.*\]|vault:.*|ref\+.*|secret:.*|arn:aws:.*|projects/.*/secrets/.*)$",
-    re.S,
-)
-_REFERENCE = re.compile(
-    r"(?:os\.environ|os\.getenv|process\.env|getenv\(|ENV\[|env\(|System\.getenv|secrets\.|vars\.|\.Values\.|"
-    r"valueFrom|secretKeyRef|lookup\(|var\.|local\.|data\.)"
-)
-_ENV_NAME = re.compile(r"^[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+$")
-DNS_NAME = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)+(?:\.[a-z0-9]+(?:-[a-z0-9]+)*)*$")
-_PATHLIKE = re.compile(r"^(?:~?/|\./|\.\./|[A-Za-z]:\\|file:)|\.(?:pem|key|crt|cer|p12|pfx|json|txt|gpg|asc|jks|keystore)$")
-_REPEATED = re.compile(r"^(.)\1{2,}$")
-UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
-
-
-def key_strength(key: str) -> str | None:
-    """'strong', 'weak' or None, from the key's last word (`DB_PASSWORD`, `users[0].user.token`, `AccountKey`)."""
-    last = re.split(r"[.\[\]/:]", key.strip("\"'[]."))[-1] or key
-    words = [w.lower() for w in _CAMEL.findall(last.replace("-", "_"))]
-    if not words:
-        return None
-    word = words[-1]
-    joined = "".join(words)
-    if word in PASSWORD_WORDS or (word == "pass" and len(words) > 1) or joined in JOINED_STRONG and word != "token":
-        return "strong"
-    if word.endswith(("password", "passwd")) and word.isalpha():  # PGPASSWORD, dbpassword
-        return "strong"
-    if word == "key" and len(words) > 1 and words[-2] in KEY_QUALIFIERS:
-        return "strong"
-    if word == "data" and len(words) > 1 and words[-2] == "key":  # kubeconfig client-key-data
-        return "strong"
-    if joined in {"sig", "sharedaccesssignature"} and len(words) == 1 or joined == "sharedaccesssignature":
-        return "strong"
-    if word in WEAK_WORDS or joined.endswith("token"):
-        return "weak"
-    return None
-
-
-_HASHED = re.compile(r"^\$(?:2[abxy]?|apr1|1|5|6|y|gy|7|argon2(?:id|i|d)?|pbkdf2[\w-]*|scrypt|sha1|md5)\$")
-_EXAMPLE_PREFIX = re.compile(
-    r"^(?:my|your|some|super|the|a|an|test|dummy|example|sample|fake|default|demo|foo|bar)[-_]?"
-    r"(?:secret|password|passwd|pass|pwd|key|token|apikey|api[-_]key|credential)",
-    re.I,
-)
-_B64_TEXT = re.compile(r"^(?:[A-Za-z0-9+/]{4})+(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$")
-
-
-_LEET = str.maketrans("013457@$!", "oieastasi")
-EXAMPLE_WORDS = frozenset((
-    "top secret super my your pass password passwd word admin root test change me it example default letmein qwerty "
-    "hunter demo user guest foo bar baz sample dummy s very strong secure key token the a db sql mysql postgres "
-    "redis "
-).split())
-
-
-def _example_words(low: str) -> bool:
-    """True if the value is only example words, leetspeak allowed, plus digits/punctuation: s3cr3t!, T0pS3cr3t, P@ssw0rd1."""
-    core = re.sub(r"[^a-z]", "", low.rstrip("0123456789!?.#*-_").translate(_LEET))
-    if not core:
-        return False
-    reachable = [True] + [False] * len(core)  # word segmentation over EXAMPLE_WORDS
-    for i in range(len(core)):
-        if reachable[i]:
-            for word in EXAMPLE_WORDS:
-                if core.startswith(word, i):
-                    reachable[i + len(word)] = True
-    return reachable[-1]
-
-
-def _decoded_text(v: str) -> str | None:
-    """The text a short base64 value decodes to, when it is printable (YWRtaW4= -> admin)."""
-    if len(v) > 200 or len(v) < 8 or not _B64_TEXT.match(v):
-        return None
-    try:
-        decoded = base64.b64decode(v).decode("ascii")
-    except ValueError:
-        return None
-    return decoded if decoded.isprintable() else None
-
-
-def is_placeholder(value: str, quoted: bool = False, _depth: int = 0) -> bool:
-    """True for values that are not secrets: empty, booleans, references, templates, masks, example words, prose,
-    password hashes, code, values under 6 characters, and letters-only words under 16 characters."""
-    v = value.strip()
-    low = v.lower()
-    if len(v) < 6 or "..." in v or "\u2026" in v or "$(" in v or "${" in v or "{{" in v or "%{" in v:
-        return True
-    if re.match(r"\\?\$[A-Za-z_{(]", v) or _HASHED.match(v) or low.startswith(("urn:", "arn:", "http://", "https://")):
-        return True
-    if not quoted and ("(" in v or v[0] in "{[" or v.endswith(";")):  # code or a structure, not a value
-        return True
-    if _EXAMPLE_PREFIX.match(v) or (re.fullmatch(r"[A-Za-z_.-]+", v) and len(v) < 16):
-        return True
-    decoded = _decoded_text(v) if _depth == 0 else None
-    if decoded is not None and (is_placeholder(decoded, True, 1) or _HASHED.match(decoded.partition(":")[2])):
-        return True  # base64 of an example (YWRtaW4= is "admin") or of an htpasswd line (user:$apr1$...: a hash)
-    if _example_words(low):
-        return True
-    if not low or low in _BOOLEAN_ISH or low in PLACEHOLDER_VALUES:
-        return True
-    if _TEMPLATE.match(v) or _REFERENCE.search(v) or _ENV_NAME.match(v) or _REPEATED.match(v) or _PATHLIKE.search(v):
-        return True
-    if re.fullmatch(r"[*xX.#•_-]{3,}", v) or re.fullmatch(r"-?\d{1,3}(?:\.\d+)?", v):
-        return True
-    if not quoted and re.search(r"\s", v):  # unquoted prose: "at least 12 characters"
-        return True
-    words = [w for w in re.split(r"[^a-z0-9]+", low) if w]
-    if len(words) > 1 and all(w in PLACEHOLDER_WORDS or w.isdigit() and len(w) <= 4 for w in words):
-        return True
-    if re.fullmatch(r"[a-z_.-]+", low) and {"secret", "password", "passwd", "key", "token", "example"} & set(re.split(r"[_.-]", low)):
-        return True
-    return any(w in {"your", "example", "changeme", "placeholder", "replace", "redacted", "dummy", "xxx", "xxxx"} for w in words)
-
-
-def looks_like_credential(value: str) -> bool:
-    """For weak keys (token, auth, secret): long enough and mixed enough to be a credential, not an object name."""
-    v = value.strip()
-    if UUID.fullmatch(v):  # random, so a credential when a secret key or noun names it (Heroku keys, npm tokens)
-        return True
-    if len(v) < 8 or re.search(r"\s", v) or DNS_NAME.match(v) or re.fullmatch(r"\d+", v):
-        return False
-    has_digit = any(c.isdigit() for c in v)
-    has_alpha = any(c.isalpha() for c in v)
-    mixed_case = any(c.islower() for c in v) and any(c.isupper() for c in v)
-    return has_alpha and (has_digit or (mixed_case and len(v) >= 16))
 
 
 def _value_span(text: str, pos: int, sep: str) -> tuple[int, int, bool]:
@@ -315,7 +170,7 @@ def _key_value_spans(text: str, low: str | None = None) -> list[Span]:
             if block and strength == "strong" and "-----BEGIN" not in text[block[0] : block[1]]:  # key blocks: _KEY_BLOCK
                 spans.append((block[0], block[1], kind_for(key)))
             continue
-        if not value or is_placeholder(value, quoted):
+        if not value or kept_under(key, value, quoted):
             continue
         if strength == "weak" and not looks_like_credential(value):
             continue
@@ -323,31 +178,6 @@ def _key_value_spans(text: str, low: str | None = None) -> list[Span]:
             continue
         spans.append((start, end, kind_for(key)))
     return spans
-
-
-def kind_for(key: str) -> str:
-    last = re.split(r"[.\[\]/:]", key.strip("\"'[]."))[-1] or key
-    words = [w.lower() for w in _CAMEL.findall(last.replace("-", "_"))]
-    if words and (words[-1] in PASSWORD_WORDS or words[-1] == "pass" or words[-1].endswith(("password", "passwd"))):
-        return "password"
-    if words[-2:] == ["key", "data"]:
-        return "client-key-data"
-    joined = "".join(words)
-    if joined == "accountkey":
-        return "azure-account-key"
-    if joined == "sig":
-        return "sas-signature"
-    if words and words[-1] == "token" or joined.endswith("token"):
-        return "token"
-    if words and words[-1] == "auth":
-        return "auth"
-    if words and words[-1] in {"secret"} or "secret" in joined:
-        return "secret"
-    if words and words[-1] == "key":
-        return "api-key"
-    return "credential"
-
-
 
 
 @cache
@@ -387,21 +217,6 @@ def _without_escapes(text: str) -> tuple[str, list[int]]:
     return "".join(pieces), origin
 
 
-def example_spans(text: str, spans: list[Span]) -> list[Span]:
-    """The spans that their own section of documentation calls an example ("for example", "sample output", "e.g.").
-
-    Only for documentation from git and web sources, where examples live: personal notes and local folders never
-    get this benefit of the doubt.
-    """
-    examples = []
-    for span in spans:
-        before = text[max(0, span[0] - EXAMPLE_LOOKBACK) : span[0]]
-        section = before[before.rfind("\n#") + 1 :]
-        if _EXAMPLE_MARKER.search(section):
-            examples.append(span)
-    return examples
-
-
 def _known_public(text: str, span: Span) -> bool:
     """Formats that look secret but are not: NATS JWTs (public claims signed with nkeys; the seed is the secret),
     the passcode in a meeting invite link (part of the shared link), and values holding a 1234567890 run (examples)."""
@@ -428,7 +243,8 @@ def _jwt_header(token: str) -> dict:
 def _all_spans(text: str) -> list[Span]:
     low = text.lower()
     spans = _key_blocks(text, low) + _gitleaks().spans(text, low) + _formats(text) + _headers(text, low) + _prose(text, low)
-    spans += _netrc(text, low) + _xml(text) + _env_pairs(text, low) + _clis(text, low) + _flags(text)
+    spans += _netrc(text, low) + _xml(text) + _env_pairs(text, low) + _clis(text, low) + _flags(text) + _npmrc(text)
+    spans += _table_rows(text)
     if "bearer" in low:
         spans += [(m.start(1), m.end(1), "bearer-token") for m in _BARE_BEARER.finditer(text)]
     if "://" in text and "@" in text:
@@ -478,7 +294,7 @@ def _prose(text: str, low: str) -> list[Span]:
 def _netrc(text: str, low: str) -> list[Span]:
     if "machine" not in low or "password" not in low:
         return []
-    return [(m.start(1), m.end(1), "password") for m in _NETRC.finditer(text) if not is_placeholder(m.group(1))]
+    return [(m.start(1), m.end(1), "password") for m in _NETRC.finditer(text) if not kept_under("password", m.group(1))]
 
 
 def _xml(text: str) -> list[Span]:
@@ -486,7 +302,7 @@ def _xml(text: str) -> list[Span]:
     for m in _XML.finditer(text) if "</" in text else ():
         strength = key_strength(m.group(1))
         value = m.group(2).strip()
-        if strength and not is_placeholder(value, quoted=True) and (strength == "strong" or looks_like_credential(value)):
+        if strength and not kept_under(m.group(1), value, True) and (strength == "strong" or looks_like_credential(value)):
             spans.append((m.start(2), m.end(2), kind_for(m.group(1))))
     return spans
 
@@ -497,22 +313,48 @@ def _env_pairs(text: str, low: str) -> list[Span]:
         strength = key_strength(m.group(1))
         start, end, quoted = _value_span(text, m.start(2), ":")
         value = text[start:end]
-        if strength and value and not is_placeholder(value, quoted) and (strength == "strong" or looks_like_credential(value)):
+        if strength and value and not kept_under(m.group(1), value, quoted) and (strength == "strong" or looks_like_credential(value)):
             spans.append((start, end, kind_for(m.group(1))))
     return spans
 
 
 def _clis(text: str, low: str) -> list[Span]:
-    if not any(name in low for name in ("mysql", "mariadb", "sshpass", "docker", "redis-cli")):
+    if not any(name in low for name in _CLI_NAMES):
         return []
     spans = []
     for m in _CLI.finditer(text):
-        group = next(g for g in range(1, 5) if m.group(g))
+        group = next(g for g in range(1, 6) if m.group(g))
         start, end = m.span(group)
         if text[start] in "'\"" and end - start > 1:
             start, end = start + 1, end - (text[end - 1] == text[start - 1])
-        if not is_placeholder(text[start:end], quoted=True):
+        if not kept_under("password", text[start:end], True):
             spans.append((start, end, "password"))
+    return spans
+
+
+def _npmrc(text: str) -> list[Span]:
+    if "_auth" not in text and "_password" not in text:
+        return []
+    return [(m.start(1), m.end(1), "npmrc-auth-token") for m in _NPMRC.finditer(text) if not kept_under("password", m.group(1))]
+
+
+def _table_rows(text: str) -> list[Span]:
+    """Markdown table rows whose first cell names a secret (`| DB_PASSWORD | Harbor4821!x7Q |`): credential-looking cells."""
+    spans = []
+    for m in _TABLE_ROW.finditer(text) if "|" in text else ():
+        bars = [m.start(1) - 1] + [i for i in range(m.start(1), m.end(1)) if text[i] == "|" and text[i - 1] != "\\"]
+        cells = [(bars[i] + 1, bars[i + 1]) for i in range(len(bars) - 1)]
+        key = text[cells[0][0] : cells[0][1]].strip(" \t`*")
+        if len(cells) < 2 or not _TABLE_KEY.fullmatch(key) or not key_strength(key):
+            continue
+        for start, end in cells[1:]:
+            while start < end and text[start] in " \t`\"'":
+                start += 1
+            while end > start and text[end - 1] in " \t`\"'":
+                end -= 1
+            value = text[start:end]
+            if _TABLE_VALUE.fullmatch(value) and looks_like_credential(value) and not is_placeholder(value, True):
+                spans.append((start, end, kind_for(key)))
     return spans
 
 
@@ -521,7 +363,7 @@ def _flags(text: str) -> list[Span]:
     for m in _FLAG.finditer(text) if "--" in text else ():
         strength = key_strength(m.group(1))
         value = m.group(2)
-        if strength and not is_placeholder(value) and (strength == "strong" or looks_like_credential(value)):
+        if strength and not kept_under(m.group(1), value) and (strength == "strong" or looks_like_credential(value)):
             spans.append((m.start(2), m.end(2), kind_for(m.group(1))))
     return spans
 
@@ -534,7 +376,6 @@ def url_spans(text: str) -> list[Span]:
         if password != m.group(2) and not is_placeholder(password, quoted=True):
             spans.append((m.start(3), m.end(3), "url-password"))
     return spans
-
 
 
 def apply_spans(text: str, spans: list[Span]) -> tuple[str, dict[str, int]]:

@@ -22,7 +22,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.types import CallToolResult, TextContent
 from pydantic import Field
 
-from . import __version__, dates, documents, memory, output, status
+from . import __version__, dates, documents, memory, memory_edits, output, status
 from .cli import error_payload
 from .config import Settings
 from .errors import EXIT_FAILURE, RagSearchError, UsageError
@@ -53,7 +53,8 @@ class RagSearchServer:
         self._register()
 
     def _register(self) -> None:
-        for tool in (self.search, self.get_document, self.status, self.memory_list, self.memory_query, self.memory_add):
+        for tool in (self.search, self.get_document, self.status, self.memory_list, self.memory_query, self.memory_add,
+                     self.memory_remove, self.memory_update):
             self.mcp.add_tool(tool, structured_output=False)
 
     def warm_up(self) -> None:
@@ -91,7 +92,7 @@ class RagSearchServer:
         tag: Annotated[list[str] | None, Field(description="only records and notes with these tags (all of them, whole tags)")] = None,
         min_score: Annotated[float | None, Field(ge=0, le=1, description="drop results whose cosine score is below")] = None,
         per_file: Annotated[int, Field(ge=0, le=100, description="at most this many chunks per file, 0 = no limit")] = 2,
-        max_tokens: Annotated[int | None, Field(ge=1, description="stop adding results at about this many tokens of text")] = None,
+        max_tokens: Annotated[int | None, Field(ge=1, description="at most about this many tokens of answer as printed")] = None,
         metadata_only: Annotated[bool, Field(description="paths, headings, scores and metadata; no chunk text")] = False,
         recency_half_life: Annotated[float | None, Field(gt=0, description="rank newer personal chunks higher (days)")] = None,
         rerank: Annotated[bool, Field(description="reorder the top with the configured cross-encoder, if any")] = False,
@@ -105,12 +106,12 @@ class RagSearchServer:
         def work():
             options = SearchOptions(top_k=top_k, mode=mode, sources=source, since=_date(since, "since"), until=_date(until, "until"),
                                     types=type, tags=tag,
-                                    min_score=min_score, per_file=per_file, max_tokens=max_tokens,
+                                    min_score=min_score, per_file=per_file,
                                     recency_half_life_days=recency_half_life or self.settings.recency_half_life_days)
             stale = self._freshen() if index != "docs" else None
             result = self._searcher().search(query, options, index, self._reranker() if rerank else None)
             payload = output.result_payload(result, metadata_only=metadata_only, explain=explain, verbose=verbose)
-            return {**payload, "stale": stale} if stale else payload
+            return output.within_budget({**payload, "stale": stale} if stale else payload, max_tokens)
 
         return await self._run(work)
 
@@ -178,12 +179,49 @@ class RagSearchServer:
         tags: Annotated[list[str] | None, Field(description="tags")] = None,
         confidence: Annotated[float | None, Field(ge=0, le=1, description="how sure, 0 to 1")] = None,
         loop_id: Annotated[str | None, Field(description="the loop that learned it")] = None,
+        iteration: Annotated[int | None, Field(description="the loop's iteration")] = None,
+        id: Annotated[str | None, Field(description="the entry's id; default: derived from type, lesson, context, loop_id and "
+                                                    "iteration, so the same call twice records one entry")] = None,
     ) -> str | CallToolResult:
-        """Record a memory entry in the memory file and index it at once: the next search or memory_query finds it."""
+        """Record a memory entry in the memory file and index it at once: the next search or memory_query finds it.
+        A retry does not duplicate it ("created": false); "indexed" says whether the index follows yet (as memory.py add)."""
 
         def work():
-            entry, published = memory.record(self.settings, type, lesson, context, tags, confidence, loop_id)
-            return {"added": entry, "memory_file": str(self.settings.memory_file), "indexed": published}
+            return memory.record(self.settings, type, lesson, context, tags, confidence, loop_id, iteration, id)
+
+        return await self._run(work)
+
+    async def memory_remove(
+        self,
+        ids: Annotated[list[str], Field(min_length=1, description="ids of the entries to delete (memory_list shows them)")],
+        confirm: Annotated[bool, Field(description="true: delete them (each file changed is backed up first); "
+                                                   "false: only say what would be deleted")] = False,
+    ) -> str | CallToolResult:
+        """Delete memory entries by id, wherever memory_list finds them (as memory.py remove; confirm: true is its --yes).
+        Without confirm nothing changes: the answer says what would ("would_remove")."""
+
+        def work():
+            return _preview(memory_edits.remove(self.settings, ids, apply=confirm), confirm)
+
+        return await self._run(work)
+
+    async def memory_update(
+        self,
+        id: Annotated[str, Field(description="the entry's id (memory_list shows them)")],
+        lesson: Annotated[str | None, Field(description="a new lesson")] = None,
+        type: Annotated[str | None, Field(description="a new type")] = None,
+        context: Annotated[str | None, Field(description="a new context ('' removes it)")] = None,
+        tags: Annotated[list[str] | None, Field(description="new tags ([] clears them)")] = None,
+        confidence: Annotated[float | None, Field(ge=0, le=1, description="a new confidence, 0 to 1")] = None,
+        confirm: Annotated[bool, Field(description="true: change it (each file changed is backed up first); "
+                                                   "false: only show the change")] = False,
+    ) -> str | CallToolResult:
+        """Correct a memory entry by id: its id and createdAt stay, updatedAt is set (as memory.py update; confirm: true is
+        its --yes). Without confirm nothing changes: the answer shows each entry before and after ("would_update")."""
+
+        def work():
+            answer = memory_edits.update(self.settings, id, type, lesson, context, tags, confidence, apply=confirm)
+            return _preview(answer, confirm)
 
         return await self._run(work)
 
@@ -200,7 +238,7 @@ class RagSearchServer:
     def _freshen(self) -> dict | None:
         """As search.py does: personal files changed since the index are brought in before answering (a few), else
         reported as stale. The roots are walked at most once per FRESHNESS_PAUSE."""
-        if self.settings.server is not None or time.monotonic() - self._looked_at < FRESHNESS_PAUSE:
+        if time.monotonic() - self._looked_at < FRESHNESS_PAUSE:
             return self._stale
         changes = find_changes(self.settings)
         self._looked_at = time.monotonic()
@@ -229,6 +267,12 @@ class RagSearchServer:
         for note in self.searcher.notes if self.searcher is not None else []:
             log.warning("note: %s", note)
         return json.dumps(result, ensure_ascii=False)
+
+
+def _preview(answer: dict, confirmed: bool) -> dict:
+    """A tool cannot prompt: without confirm the answer is what would change, and how to apply it."""
+    return answer if confirmed else {**answer, "hint": "nothing was changed: call again with confirm: true to apply it "
+                                                       "(each file changed is backed up first)"}
 
 
 def _tool_error(payload: dict) -> CallToolResult:

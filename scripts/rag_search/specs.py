@@ -17,7 +17,7 @@ from .errors import ConfigError
 ID_PATTERN = re.compile(r"[a-z0-9][a-z0-9._-]{0,63}")
 GIT_SCHEMES = {"https", "ssh", "git", "file"}
 SCP_LIKE = re.compile(r"^[\w.-]+@[\w.-]+:[^/].*")  # git@github.com:owner/repo.git
-DEFAULT_GLOB = "**/*.md"
+DEFAULT_GLOBS = ("**/*.md", "**/*.mdx")  # a source without a glob: markdown pages, and MDX ones (Docusaurus)
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 _REF_FORBIDDEN = re.compile(r"[\x00-\x20\x7f~^:?*\[\\]")
 
@@ -36,7 +36,7 @@ class GitSource:
     name: str
     url: str
     path: str = ""  # folder in the repository, without leading or trailing "/"
-    glob: str = DEFAULT_GLOB  # relative to path
+    glob: str | None = None  # relative to path; None: DEFAULT_GLOBS
     version: str | None = None  # tag, branch or commit; None: the default branch
     type = "git"
 
@@ -56,7 +56,7 @@ class LocalSource:
     id: str
     name: str
     path: Path
-    glob: str = DEFAULT_GLOB
+    glob: str | None = None  # None: DEFAULT_GLOBS
     type = "local"
 
 
@@ -82,11 +82,11 @@ def spec_from_entry(entry, where: str) -> SourceSpec:
     try:
         if kind == "git":
             return GitSource(source_id, fields["name"], _git_url(fields["url"]), _repo_path(fields.get("path", "")),
-                             _glob(fields.get("glob", DEFAULT_GLOB)), _git_ref(fields.get("version")))
+                             _glob(fields.get("glob")), _git_ref(fields.get("version")))
         if kind == "web":
             return WebSource(source_id, fields["name"], _web_url(fields["base_url"]), tuple(fields.get("pages", ())),
                              fields.get("sitemap"))
-        return LocalSource(source_id, fields["name"], expand(fields["path"]), _glob(fields.get("glob", DEFAULT_GLOB)))
+        return LocalSource(source_id, fields["name"], expand(fields["path"]), _glob(fields.get("glob")))
     except ValueError as exc:
         raise ConfigError(f"{where}: {exc}") from None
 
@@ -130,10 +130,17 @@ def _repo_path(path: str) -> str:
     return "/".join(parts)
 
 
-def _glob(glob: str) -> str:
-    if not glob.strip():
+def _glob(glob: str | None) -> str | None:
+    if glob is not None and not glob.strip():
         raise ValueError('"glob" must not be empty')
     return glob
+
+
+def glob_spec(glob: str | None):
+    """The files a git or local source indexes (gitignore syntax, relative to its folder): its glob, else DEFAULT_GLOBS."""
+    import pathspec
+
+    return pathspec.GitIgnoreSpec.from_lines([glob] if glob else DEFAULT_GLOBS)
 
 
 def _git_ref(version: str | None) -> str | None:

@@ -1,11 +1,13 @@
 """What is indexed and how fresh it is (status.py, the MCP status tool): data, never a verdict.
 
 Per collection: documents, chunks, the published generation, its age and size.
-Per personal root: the last attempt, its error, the last success, and the files
-that changed on disk since (by size and mtime, as an index run sees them). Per
+Per personal root: the last attempt, its error, the last success, the files its
+runs skipped and why, and the files that changed on disk since (by size and
+mtime, as an index run sees them; a file skipped as it is now is no change). Per
 doc source: the same from the registry, with the commit or version and the
 page counts. And the daily timer. Stale is not an error: status always exits 0
-when it can read what there is.
+when it can read what there is; a registry that cannot be read is reported in
+`doc_sources` (its error and the sources the index holds), beside the rest.
 """
 
 import time
@@ -13,9 +15,11 @@ from pathlib import Path
 
 from . import dates, registry
 from .config import Settings
+from .errors import ConfigError
 from .generations import INDEX_COMMANDS
-from .sources.files import walk_root
-from .sources.personal import SOURCE_ID, recorded_runs
+from .reconcile import plan
+from .sources.files import folder_listing, walk_root
+from .sources.personal import SOURCE_ID, recorded_runs, skipped_identities
 from .store import COLLECTIONS, Store
 from .timer import timer_state
 
@@ -50,28 +54,39 @@ def _roots(settings: Settings, store: Store | None) -> list[dict]:
     report = []
     for root in roots:
         known = store.documents(SOURCE_ID, key_prefix=f"{SOURCE_ID}:{root}/") if store is not None else {}
-        entry = {"root": root, "documents": len(known), **{key: runs.get(root, {}).get(key) for key in
-                                                             ("last_indexed", "last_attempt", "last_error")}}
-        entry["changed_since_index"] = _changes(Path(root), known, settings)
+        run = runs.get(root, {})
+        entry = {"root": root, "documents": len(known), **{key: run.get(key) for key in ("last_indexed", "last_attempt", "last_error")},
+                 "skipped": [{"file": skip["file"], "reason": skip["reason"]} for skip in run.get("skipped", [])],
+                 "skipped_count": run.get("skipped_count", 0)}
+        entry["changed_since_index"] = _changes(Path(root), known, settings, skipped_identities(runs, root))
         report.append(entry)
     return report
 
 
-def _changes(root: Path, known: dict, settings: Settings) -> dict | str:
-    """Files not in the index, changed since it (size or mtime), or gone from disk; or why the root cannot be read."""
+def _changes(root: Path, known: dict, settings: Settings, skipped: dict[str, str]) -> dict | str:
+    """Files not in the index, changed since it, or gone from disk, planned as an index run would (reconcile.plan), less
+    those skipped as they are now (`skipped`: path -> identity); or why the root cannot be read."""
     if not root.is_dir():
         return "the folder does not exist"
-    # Keyed and identified as folder_listing() does for an index run: the absolute path, size and mtime.
-    listed = {f"{SOURCE_ID}:{entry.path}": entry for entry in walk_root(root, list(settings.ignore_patterns)).files}
-    new = [entry.rel for key, entry in listed.items() if key not in known]
-    changed = [entry.rel for key, entry in listed.items() if key in known and known[key].identity != f"{entry.size}:{entry.mtime_ns}"]
-    gone = [record.file for key, record in known.items() if key not in listed]
+    walk = walk_root(root, list(settings.ignore_patterns))
+    work = plan(known, folder_listing(walk, SOURCE_ID, settings.max_file_bytes, quiet=True))
+    rel = {f"{SOURCE_ID}:{entry.path}": entry.rel for entry in walk.files}
+    load = [item for item in work.load if skipped.get(rel[item.key]) != item.identity]
+    new = [rel[item.key] for item in load if item.key not in known]
+    changed = [rel[item.key] for item in load if item.key in known]
+    gone = [known[key].file for key in work.gone]
     return {"not_indexed": len(new), "changed": len(changed), "gone": len(gone), "examples": (changed + new + gone)[:EXAMPLES]}
 
 
-def _doc_sources(settings: Settings, store: Store | None) -> list[dict]:
-    """Each registered source (and any source still in the index but no longer registered)."""
-    reg = registry.load(settings.registry)
+def _doc_sources(settings: Settings, store: Store | None) -> list[dict] | dict:
+    """Each registered source (and any source still in the index but no longer registered). A registry that cannot be
+    read is reported here, with the sources the index holds, and the rest of the report still comes."""
+    try:
+        reg = registry.load(settings.registry)
+    except ConfigError as exc:
+        indexed = sorted(store.source_ids()) if store is not None else []
+        return {"registry": str(settings.registry), "error": exc.message, "hint": exc.hint,
+                "indexed": [_indexed(store, source_id) for source_id in indexed]}
     indexed = store.source_ids() if store is not None else set()
     report = []
     for spec in reg.sources:
@@ -85,6 +100,9 @@ def _doc_sources(settings: Settings, store: Store | None) -> list[dict]:
             **{key: entry.get(key) for key in ("last_indexed", "last_attempt", "last_error")},
         })
     for source_id in sorted(indexed - {spec.id for spec in reg.sources}):
-        report.append({"id": source_id, "documents": store.document_count(source_id), "chunks": store.chunk_count(source_id),
-                       "registered": False, "hint": "index_docs.py --all removes it"})
+        report.append({**_indexed(store, source_id), "registered": False, "hint": "index_docs.py --all removes it"})
     return report
+
+
+def _indexed(store: Store, source_id: str) -> dict:
+    return {"id": source_id, "documents": store.document_count(source_id), "chunks": store.chunk_count(source_id)}

@@ -19,6 +19,8 @@ from pathlib import Path
 
 import numpy as np
 
+from .datadir import sqlite_uri
+
 _SCHEMA = "CREATE TABLE IF NOT EXISTS vectors_by_key (key TEXT PRIMARY KEY, vector BLOB NOT NULL)"
 _BATCH = 500
 
@@ -38,7 +40,7 @@ class VectorFile:
             self._db = sqlite3.connect(path)
             self._db.execute(_SCHEMA)
         else:
-            self._db = sqlite3.connect(f"file:{path}?mode=ro&immutable=1", uri=True)
+            self._db = sqlite3.connect(sqlite_uri(path, mode="ro", immutable="1"), uri=True)
 
     def get(self, keys: list[str]) -> dict[str, np.ndarray]:
         found: dict[str, np.ndarray] = {}

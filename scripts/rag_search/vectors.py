@@ -16,7 +16,6 @@ never need to write to the data dir.
 import contextlib
 import json
 import logging
-import os
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -26,6 +25,7 @@ import numpy as np
 
 from .config import ChromaServer
 from .errors import StoreError, is_disk_full, one_line
+from .records import Filters
 
 log = logging.getLogger("rag_search")
 
@@ -44,7 +44,8 @@ EF_SEARCH = 800
 
 
 def _settings():
-    os.environ["ANONYMIZED_TELEMETRY"] = "False"
+    """ChromaDB's product telemetry off, whatever ANONYMIZED_TELEMETRY says: a no-op since chromadb dropped posthog
+    (chroma-core/chroma#6489, in 1.5.9), kept for any earlier version requirements.txt allows."""
     from chromadb.config import Settings
 
     return Settings(anonymized_telemetry=False)
@@ -139,18 +140,39 @@ class VectorIndex:
         self._collection = None
         return self.version()
 
-    def create(self, fingerprint: dict) -> None:
-        """(Re)create the collection, empty, with this fingerprint."""
+    def create(self, fingerprint: dict, replace: bool = True) -> None:
+        """Make the collection with this fingerprint, empty; `replace=False` keeps one that exists (a server collection
+        other machines fill)."""
         from chromadb.errors import NotFoundError
 
-        with contextlib.suppress(NotFoundError, ValueError):
-            self._client.delete_collection(self.name)
+        if replace:
+            with contextlib.suppress(NotFoundError, ValueError):
+                self._client.delete_collection(self.name)
+        elif self.collection is not None:
+            return
         self._collection = self._client.create_collection(
             self.name,
             embedding_function=None,
             configuration={"hnsw": {"space": "cosine", "sync_threshold": SYNC_THRESHOLD, "ef_search": EF_SEARCH}},
             metadata={FINGERPRINT_KEY: json.dumps(fingerprint, sort_keys=True)},
         )
+
+    def drop(self) -> None:
+        """Delete the collection (a server collection no machine has chunks in any more)."""
+        self._client.delete_collection(self.name)
+        self._collection = None
+
+    def renamed(self, name: str) -> "VectorIndex":
+        """The collection `name` through the same client."""
+        return VectorIndex(self._client, name)
+
+    def family(self) -> list[tuple[str, dict | None]]:
+        """(name, fingerprint) of the collections named `name` or `name-…` (one per fingerprint on a server)."""
+        found = []
+        for collection in self._client.list_collections():
+            if collection.name == self.name or collection.name.startswith(f"{self.name}-"):
+                found.append((collection.name, self.renamed(collection.name).fingerprint()))
+        return sorted(found)
 
     def widen_search(self) -> None:
         """Give a collection made before EF_SEARCH its search breadth; searches that open it afterwards use it."""
@@ -219,13 +241,13 @@ class VectorIndex:
         return [(chunk_id, text or "", metadata) for ids, texts, metadatas, _ in self.pages()
                 for chunk_id, text, metadata in zip(ids, texts, metadatas, strict=True)]
 
-    def query(self, vector: np.ndarray, n: int, where: dict | None) -> list[tuple[str, float]]:
+    def query(self, vector: np.ndarray, n: int, filters: Filters) -> list[tuple[str, float]]:
         """The `n` nearest chunks: (id, cosine similarity), nearest first.
 
         Not bounded by count() first: ChromaDB returns what it has, and counting costs as much as a small query."""
         if self.collection is None:
             return []
-        result = self.collection.query(query_embeddings=[vector.tolist()], n_results=n, where=where, include=["distances"])
+        result = self.collection.query(query_embeddings=[vector.tolist()], n_results=n, where=where(filters), include=["distances"])
         return [(chunk_id, 1.0 - distance) for chunk_id, distance in zip(result["ids"][0], result["distances"][0], strict=True)]
 
     def answers_queries(self) -> bool:
@@ -234,3 +256,20 @@ class VectorIndex:
         if not sample["ids"]:
             return True
         return bool(self.collection.query(query_embeddings=sample["embeddings"], n_results=1)["ids"][0])
+
+
+def where(filters: Filters) -> dict | None:
+    """The ChromaDB metadata filter for sources, dates, record types and tags (a tag matches a whole element of `tags`)."""
+    clauses = []
+    if filters.sources:
+        clauses.append({"source_id": {"$in": list(filters.sources)}})
+    if filters.types:
+        clauses.append({"type": {"$in": list(filters.types)}})
+    clauses += [{"tags": {"$contains": tag}} for tag in filters.tags]
+    if filters.since is not None:
+        clauses.append({"date_ts": {"$gte": filters.since}})
+    if filters.until is not None:
+        clauses.append({"date_ts": {"$lte": filters.until}})
+    if not clauses:
+        return None
+    return clauses[0] if len(clauses) == 1 else {"$and": clauses}

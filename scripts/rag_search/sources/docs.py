@@ -6,29 +6,31 @@ searchable, and its saved state and `last_indexed` move on only when it complete
 """
 
 import logging
-import shutil
 import time
 from pathlib import Path
 
 from .. import dates, registry
 from ..config import Settings
+from ..datadir import DataDir
 from ..errors import ConfigError, IndexWriteError, SourceFailed, is_disk_full
+from ..fetch import WebFetcher
 from ..indexer import IndexWriter, Pipeline
 from ..reconcile import Listing, Report, reconcile
+from ..records import IndexedFiles
 from ..specs import GitSource, LocalSource, SourceSpec, WebSource
 from ..store import Store
 from .git import git_listing
 from .local import local_listing
-from .web import WebFetcher, web_listing
+from .web import web_listing
 
 log = logging.getLogger("rag_search")
 
 COLLECTION = "docs"
 
 
-def cache_dir(data_dir: Path, source_id: str) -> Path:
-    """Per-source working files (the git clone); ids are slugs, so this stays inside the data dir."""
-    return data_dir / "sources" / source_id
+def sources_left_out(indexed: IndexedFiles, chosen: set[str]) -> list[str]:
+    """The sources with documents in the docs index that a run over `chosen` would not rebuild."""
+    return sorted({key.split(":", 1)[0] for key in indexed.documents} - chosen)
 
 
 def index_sources(store: Store, pipeline: Pipeline, specs: list[SourceSpec], settings: Settings,
@@ -73,7 +75,8 @@ def _index_one(store: Store, pipeline: Pipeline, spec: SourceSpec, settings: Set
 
 def _listing(spec: SourceSpec, settings: Settings, store: Store, fetcher: WebFetcher) -> Listing:
     if isinstance(spec, GitSource):
-        return git_listing(spec, cache_dir(settings.data_dir, spec.id), settings.max_file_bytes, store.source_state(spec.id))
+        return git_listing(spec, DataDir(settings.data_dir).source_folder(spec.id), settings.max_file_bytes,
+                           store.source_state(spec.id))
     if isinstance(spec, WebSource):
         return web_listing(spec, fetcher, settings.data_dir)
     if isinstance(spec, LocalSource):
@@ -118,15 +121,12 @@ def record_runs(registry_file: Path, summaries: list[dict]) -> None:
 
 
 def prune_sources(store: Store, data_dir: Path, keep: set[str]) -> list[str]:
-    """Remove chunks, state and cached clones of sources no longer in the registry."""
+    """Remove chunks, state and working files (clones, pages) of sources no longer in the registry."""
     removed = sorted(store.source_ids() - keep)
     for source_id in removed:
         store.remove_source(source_id)
-    sources_dir = data_dir / "sources"
-    if sources_dir.is_dir():
-        for folder in sources_dir.iterdir():
-            if folder.name not in keep:
-                shutil.rmtree(folder, ignore_errors=True)
-                if folder.name not in removed:
-                    removed.append(folder.name)
+    folders = DataDir(data_dir)
+    for source_id in folders.source_folders():
+        if source_id not in keep and folders.remove_source_folder(source_id) and source_id not in removed:
+            removed.append(source_id)
     return removed

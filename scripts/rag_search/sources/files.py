@@ -6,6 +6,7 @@ A file that still exists but cannot be read or parsed this time is reported and
 keeps whatever was indexed from it before.
 """
 
+import codecs
 import errno
 import functools
 import logging
@@ -19,6 +20,7 @@ from ..errors import ConfigError
 from ..includes import expand_page
 from ..indexer import SourceDocument, content_hash
 from ..parsing import kind_of
+from ..progress import ROUTINE
 from ..reconcile import Listed, Listing, Skip
 from ..secrets import is_secret_file, warn_secret_files
 
@@ -80,7 +82,7 @@ def walk_root(root: Path, ignore_patterns: list[str], include=None) -> WalkResul
     real_root = root.resolve()
 
     def on_error(exc: OSError) -> None:
-        rel = _printable(_rel(root, exc.filename))
+        rel = _printable(relative_name(root, exc.filename))
         result.skipped.append({"file": rel, "reason": f"unreadable folder: {exc.strerror}", "folder": True})
 
     for dirpath, dirnames, filenames in os.walk(root, onerror=on_error):
@@ -138,8 +140,8 @@ def _entry(root: Path, real_root: Path, rel: str) -> tuple[FileEntry | None, str
     return FileEntry(root, rel, path, info.st_size, info.st_mtime_ns), None
 
 
-def read_text(path: Path, max_bytes: int) -> str:
-    """The file as text, or SkipFile with the reason it cannot be indexed.
+def read_text(path: Path, max_bytes: int) -> tuple[str, str | None]:
+    """The file as text and the encoding it was read in (None: UTF-8), or SkipFile with the reason it cannot be indexed.
 
     Opened without blocking and checked before reading: a file that became a FIFO
     since the walk cannot hang the run, and an oversized one is not read at all.
@@ -161,54 +163,89 @@ def read_text(path: Path, max_bytes: int) -> str:
     return decode_text(data, max_bytes)
 
 
-def decode_text(data: bytes, max_bytes: int) -> str:
-    """Bytes of a text file as text, or SkipFile: too large, binary, not UTF-8, or empty."""
+def decode_text(data: bytes, max_bytes: int) -> tuple[str, str | None]:
+    """Bytes of a text file as text and the encoding they were read in (None: UTF-8), or SkipFile: too large, binary,
+    in no encoding we can tell, or empty."""
     if len(data) > max_bytes:
         raise SkipFile(_too_large(max_bytes))
-    if b"\0" in data:
-        raise SkipFile("binary file (contains NUL bytes)")
     try:
-        text = data.decode("utf-8-sig")
+        text, encoding = data.decode("utf-8-sig"), None
     except UnicodeDecodeError as exc:
-        raise SkipFile(f"not valid UTF-8 (byte {exc.start})") from None
+        text, encoding = _other_encoding(data, exc.start)
+    if "\0" in text:
+        raise SkipFile("binary file (contains NUL bytes)")
     if not text.strip():
         raise SkipFile("empty file")
-    return text
+    return text, encoding
+
+
+def _other_encoding(data: bytes, bad_byte: int) -> tuple[str, str]:
+    """Text that is not UTF-8: UTF-16 by its BOM (Windows PowerShell writes it), else cp1252 if it reads as text (Western
+    notes not in UTF-8 nearly all are, latin-1 text is cp1252 text, and on a few accented words charset-normalizer cannot
+    tell it from cp1250 or mac_iceland), else charset-normalizer's guess if it finds plausible text; SkipFile otherwise."""
+    import charset_normalizer
+
+    if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        try:
+            return data.decode("utf-16"), "utf-16"
+        except UnicodeDecodeError:
+            raise SkipFile("not valid UTF-16") from None
+    if b"\0" in data:
+        raise SkipFile("binary file (contains NUL bytes)")
+    guess = (charset_normalizer.from_bytes(data, cp_isolation=["cp1252"], enable_fallback=False).best()
+             or charset_normalizer.from_bytes(data, enable_fallback=False).best())
+    if guess is None:
+        raise SkipFile(f"not valid UTF-8 (byte {bad_byte}), nor text in another encoding")
+    return str(guess), guess.encoding
 
 
 def _too_large(max_bytes: int) -> str:
     return f"larger than the {max_bytes // 1024} KiB limit (max_file_bytes)"
 
 
-def folder_listing(walk: WalkResult, source_id: str, max_bytes: int, file_prefix: str = "") -> Listing:
+def folder_listing(walk: WalkResult, source_id: str, max_bytes: int, file_prefix: str = "", quiet: bool = False) -> Listing:
     """The walked files as a listing: keyed by `source_id:absolute path`, shown as `file_prefix + path in root`.
 
     A folder that could not be read makes the listing incomplete, so nothing is
     removed on its account; files that were found but cannot be indexed stay listed.
+    What was skipped is logged unless `quiet` (a search's freshness step plans with it).
     """
-    warn_secret_files(source_id, [str(walk.root / rel) for rel in walk.secret_files])
     unreadable = [skip["file"] for skip in walk.skipped if skip.get("folder")]
     skipped = [{"file": str(walk.root / skip["file"]), "reason": skip["reason"], "key": f"{source_id}:{walk.root / skip['file']}"}
                for skip in walk.skipped]
-    for skip in skipped:
-        log.warning("skipped %s: %s", skip["file"], skip["reason"])
+    if not quiet:
+        warn_secret_files(source_id, [str(walk.root / rel) for rel in walk.secret_files])
+        for skip in skipped:
+            log.warning("skipped %s: %s", skip["file"], skip["reason"], extra=ROUTINE)
     documents = [
         Listed(f"{source_id}:{entry.path}", str(entry.path), f"{entry.size}:{entry.mtime_ns}",
                functools.partial(_load_file, entry, source_id, max_bytes, file_prefix))
         for entry in walk.files
     ]
     problem = f"folder(s) could not be read: {', '.join(unreadable[:3])}" if unreadable else None
+    real_root = walk.root.resolve()
     return Listing(documents, complete=not unreadable, problem=problem, skipped=skipped,
-                   details={"ignored": walk.ignored, "secret_files": len(walk.secret_files)})
+                   details={"ignored": walk.ignored, "secret_files": len(walk.secret_files)},
+                   dependency=lambda rel: file_identity(real_root / rel))
+
+
+def file_identity(path: Path) -> str | None:
+    """A file's cheap identity, size and mtime (what listings compare); None if it is gone."""
+    try:
+        info = path.stat()
+    except OSError:
+        return None
+    return f"{info.st_size}:{info.st_mtime_ns}"
 
 
 def _load_file(entry: FileEntry, source_id: str, max_bytes: int, file_prefix: str, previous) -> SourceDocument:
     try:
-        text = read_text(entry.path, max_bytes)
+        text, encoding = read_text(entry.path, max_bytes)
     except SkipFile as exc:
         raise Skip(str(exc)) from None
     kind = kind_of(entry.rel)
-    text, warnings = expand_page(kind, text, entry.path, entry.root, max_bytes)
+    text, warnings, included = expand_page(kind, text, entry.path, entry.root, max_bytes)
+    real_root = entry.root.resolve()
     return SourceDocument(
         key=f"{source_id}:{entry.path}",
         source_id=source_id,
@@ -217,9 +254,10 @@ def _load_file(entry: FileEntry, source_id: str, max_bytes: int, file_prefix: st
         text=text,
         content_hash=content_hash(text.encode("utf-8")),
         identity=f"{entry.size}:{entry.mtime_ns}",
-        metadata={"root": str(entry.root), "path": str(entry.path)},
+        metadata={"root": str(entry.root), "path": str(entry.path), **({"encoding": encoding} if encoding else {})},
         fallback_date=dates.from_timestamp(entry.mtime_ns / 1e9),
         warnings=warnings,
+        depends=[path.relative_to(real_root).as_posix() for path in included],
     )
 
 
@@ -237,7 +275,8 @@ def _printable(name: str) -> str:
     return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
-def _rel(root: Path, name) -> str:
+def relative_name(root: Path, name) -> str:
+    """`name` as a POSIX path relative to `root`, or as it is when it is not under it."""
     try:
         return Path(name).relative_to(root).as_posix()
     except (TypeError, ValueError):

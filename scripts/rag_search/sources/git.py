@@ -40,7 +40,7 @@ from ..indexer import SourceDocument, content_hash
 from ..parsing import kind_of
 from ..reconcile import Listed, Listing, Skip
 from ..secrets import is_secret_file, warn_secret_files
-from ..specs import GitSource
+from ..specs import GitSource, glob_spec
 from .files import SkipFile, read_text
 
 log = logging.getLogger("rag_search")
@@ -73,7 +73,7 @@ def git_listing(spec: GitSource, cache_dir: Path, max_bytes: int, state: dict | 
     """
     repo = _prepare_clone(cache_dir / "repo", spec)
     commit = _fetch(repo, spec.version)
-    tree, secret_files = _tree_files(repo, commit, spec.path, spec.glob)
+    tree, secret_files, blobs = _tree_files(repo, commit, spec.path, spec.glob)
     oversized = _oversized(repo, commit, tree, max_bytes)
     _check_out(repo, commit, spec.path, oversized)
     warn_secret_files(spec.id, secret_files)
@@ -93,16 +93,19 @@ def git_listing(spec: GitSource, cache_dir: Path, max_bytes: int, state: dict | 
                  for path, blob in tree.items()]
     details = {"files": len(tree), "commit": commit, "previous_commit": (state or {}).get("commit"),
                "doc_version": context["doc_version"], "secret_files": len(secret_files)}
-    return Listing(documents, skipped=skipped, state={"commit": commit}, details=details)
+    provenance = {"version": context["doc_version"], "commit": commit, "url": spec.url}  # in every page's metadata
+    return Listing(documents, skipped=skipped, state={"commit": commit}, details=details, context=provenance,
+                   dependency=blobs.get)
 
 
 def _load(spec: GitSource, path: str, blob: str, context: dict, max_bytes: int, previous) -> SourceDocument:
     try:
-        text = read_text(context["worktree"] / path, max_bytes)
+        text, encoding = read_text(context["worktree"] / path, max_bytes)
     except SkipFile as exc:
         raise Skip(str(exc)) from None
     kind = kind_of(path)
-    text, warnings = expand_page(kind, text, context["worktree"] / path, context["root"], max_bytes)
+    text, warnings, included = expand_page(kind, text, context["worktree"] / path, context["root"], max_bytes)
+    worktree = context["worktree"].resolve()
     return SourceDocument(
         key=f"{spec.id}:{path}",
         source_id=spec.id,
@@ -117,10 +120,12 @@ def _load(spec: GitSource, path: str, blob: str, context: dict, max_bytes: int, 
             "doc_version": context["doc_version"],
             "url": browse_url(spec.url, context["commit"], path),
             "path": str(context["worktree"] / path),
+            **({"encoding": encoding} if encoding else {}),
         },
         fallback_date=context["dates"].date_of(path),
         documentation=True,
         warnings=warnings,
+        depends=[included_path.relative_to(worktree).as_posix() for included_path in included],
     )
 
 
@@ -320,14 +325,13 @@ class LastCommitDates:
             process.wait()
 
 
-def _tree_files(repo, commit: str, prefix: str, glob: str) -> tuple[dict[str, str], list[str]]:
+def _tree_files(repo, commit: str, prefix: str, glob: str | None) -> tuple[dict[str, str], list[str], dict[str, str]]:
     """{path: blob id} of the files to index: regular files under `prefix` matching `glob` (relative to
-    `prefix`) that we can parse. Also the paths of files left out because they hold credentials."""
-    import pathspec
-
-    spec = pathspec.GitIgnoreSpec.from_lines([glob])
+    `prefix`; specs.glob_spec) that we can parse. Also the paths of files left out because they hold credentials, and
+    {path: blob id} of every regular file under `prefix` (what a page may include)."""
+    spec = glob_spec(glob)
     output = repo.git.ls_tree("-r", "-z", "--full-tree", commit, "--", prefix or ".")
-    files, secret_files = {}, []
+    files, secret_files, blobs = {}, [], {}
     for entry in filter(None, output.split("\0")):
         meta, path = entry.split("\t", 1)
         mode, kind, blob = meta.split()
@@ -338,10 +342,11 @@ def _tree_files(repo, commit: str, prefix: str, glob: str) -> tuple[dict[str, st
             continue
         if mode not in ("100644", "100755"):  # a symlink
             continue
+        blobs[path] = blob
         relative = path[len(prefix) :].lstrip("/") if prefix else path
         if kind_of(path) and spec.match_file(relative):
             files[path] = blob
-    return files, secret_files
+    return files, secret_files, blobs
 
 
 def _git_message(exc: Exception) -> str:

@@ -12,8 +12,8 @@ import contextlib
 import hashlib
 from pathlib import Path
 
-from .. import secrets
 from ..atomic import write_atomically
+from ..datadir import DataDir
 
 
 def page_file(data_dir: Path, source_id: str, url: str, content_hash: str) -> Path:
@@ -22,11 +22,10 @@ def page_file(data_dir: Path, source_id: str, url: str, content_hash: str) -> Pa
 
 
 def save_page(data_dir: Path, source_id: str, url: str, content_hash: str, markdown: str) -> None:
-    """Keep the page as the indexer sees it, secrets redacted (no credential a page shows lands in the data dir),
-    in place of any earlier version."""
-    path = page_file(data_dir, source_id, url, content_hash)
-    markdown, _ = secrets.redact_document("markdown", markdown, documentation=True)
-    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    """Keep the page as indexed, in place of any earlier version. The indexer calls it with the text it indexes
+    (SourceDocument.keep_indexed), secrets redacted: no credential a page shows lands in the data dir."""
+    path = DataDir(data_dir).source_folder(source_id) / "pages" / page_file(data_dir, source_id, url, content_hash).name
+    path.parent.mkdir(mode=0o700, exist_ok=True)
     write_atomically(path, markdown, mode=0o600)
     remove_page(data_dir, source_id, url, keep=path)
 

@@ -15,6 +15,7 @@ import json
 import logging
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from .. import dates
@@ -24,15 +25,17 @@ from ..errors import ConfigError, RagSearchError, SourceFailed
 from ..indexer import IndexWriter, Pipeline
 from ..locking import exclusive_lock
 from ..reconcile import reconcile
+from ..records import IndexedFiles
 from ..store import Store
-from .files import FileEntry, WalkResult, folder_listing, walk_root
+from .files import FileEntry, WalkResult, folder_listing, relative_name, walk_root
 
 log = logging.getLogger("rag_search")
 
 COLLECTION = "personal"
 SOURCE_ID = "personal"
 COUNTS = ("added", "updated", "unchanged", "moved", "deleted")
-RUNS_FILE = "roots.json"  # in <data dir>/personal/: each root's last attempt, last success and last error, for status
+RUNS_FILE = "roots.json"  # in <data dir>/personal/: each root's last attempt, success, error and skipped files, for status
+MAX_SKIPPED = 50  # skipped files kept per root (with their count)
 
 
 def recorded_roots(settings: Settings) -> list[Path]:
@@ -46,7 +49,7 @@ def recorded_roots(settings: Settings) -> list[Path]:
     return [Path(root) for root in ((indexed.state or {}).get("roots", []) if indexed else [])]
 
 
-def choose_roots(settings: Settings, recorded: list[Path]) -> tuple[list[Path], list[Path], str]:
+def choose_roots(settings: Settings, recorded: list[Path], full: bool = False) -> tuple[list[Path], list[Path], str]:
     """(roots to index, missing roots, where they came from).
 
     Roots on the command line are indexed alone; otherwise the remembered roots and the
@@ -65,8 +68,12 @@ def choose_roots(settings: Settings, recorded: list[Path]) -> tuple[list[Path], 
         raise ConfigError(f"personal root {missing[0]} ({origin}) does not exist or is not a folder",
                           hint="create it, or pass roots on the command line / set RAG_SEARCH_PERSONAL_DIRS")
     for root in missing:
-        log.warning("personal root %s is missing or not a folder (an unplugged disk?): skipped, its chunks are kept; "
-                    "`index_personal.py --forget %s` removes it for good", root, root)
+        if root in recorded:
+            held = "a rebuild (--full) would lose its chunks" if full else "its chunks are kept"
+            remedy = f"`index_personal.py --forget {root}` removes it for good"
+        else:
+            held, remedy = "the index holds nothing of it", f"it comes from {settings.roots_origin}: remove it there if it is gone"
+        log.warning("personal root %s is missing or not a folder (an unplugged disk?): skipped, %s; %s", root, held, remedy)
     return _outermost(existing), missing, origin
 
 
@@ -81,15 +88,38 @@ def _outermost(roots: list[Path]) -> list[Path]:
     return sorted(kept)
 
 
+def left_out(indexed: IndexedFiles, roots: list[Path], settings: Settings) -> list[str]:
+    """What of the personal index a run over `roots` would not rebuild: the folders of documents under none of them.
+    (The memory file is rebuilt with the roots wherever it is.)"""
+    prefix = f"{SOURCE_ID}:"
+    paths = [Path(key[len(prefix):]) for key in indexed.documents if key.startswith(prefix)]
+    return sorted({str(path.parent) for path in paths
+                   if path != settings.memory_file and not any(path.is_relative_to(root) for root in roots)})
+
+
+def roots_left_out(recorded: list[Path], roots: list[Path], missing: list[Path]) -> list[str]:
+    """The remembered roots a run over `roots` does not index: missing, or not given on its command line."""
+    return sorted({str(root) for root in [*recorded, *missing] if not any(root.is_relative_to(given) for given in roots)})
+
+
+def check_rebuild(left: list[str], allowed: bool) -> None:
+    """A rebuild replaces the whole personal index: it is not published if it would lose roots, unless allowed."""
+    if left and not allowed:
+        raise SourceFailed(f"a rebuild of the personal index would lose the chunks of {', '.join(left[:3])} (missing, not given "
+                           "or failed), so it was not published and nothing was lost",
+                           hint="make them available and rerun, --forget the roots you no longer want, or pass --allow-shrink")
+
+
 def remember_roots(store: Store, roots: list[Path]) -> None:
     """Record the roots the index holds, so a plain run refreshes them all."""
     store.set_source_state(SOURCE_ID, {"roots": sorted({str(root) for root in roots})})
 
 
-def forget_root(store: Store, root: Path, recorded: list[Path]) -> int:
-    """Remove a root from the index: its chunks and its place among the remembered roots. Returns chunks removed."""
+def forget_root(store: Store, root: Path, recorded: list[Path], reported: bool) -> int:
+    """Remove a root from the index: its chunks and its place among the remembered roots (`reported`: status.py lists
+    it, from an earlier run). Returns chunks removed."""
     keys = list(store.documents(SOURCE_ID, key_prefix=f"{SOURCE_ID}:{root}{os.sep}"))
-    if root not in recorded and not keys:
+    if root not in recorded and not keys and not reported:
         known = ", ".join(str(path) for path in recorded) or "none"
         raise ConfigError(f"{root} is not a root of the personal index", hint=f"its roots: {known}")
     remember_roots(store, [path for path in recorded if path != root])
@@ -112,11 +142,17 @@ def index_personal(store: Store, pipeline: Pipeline, roots: list[Path], settings
             totals["failed_roots"].append({"root": str(root), "error": exc.message})
             continue
         totals["files_seen"] += report.listed
-        totals["skipped"] += report.skipped
+        totals["skipped"] += report.shown_skips()
+        record_skipped(settings.data_dir, root, report.skipped)
         for name in COUNTS:
             totals[name] += report.counts[name]
         totals["ignored"] += listing.details["ignored"]
         totals["secret_files"] += listing.details["secret_files"]
+    memory = settings.memory_file
+    if store.rebuilt and memory.is_file() and not any(memory.is_relative_to(root) for root in roots):
+        counts = index_files(store, pipeline, settings, [memory], roots)
+        for name in COUNTS:
+            totals[name] += counts[name]
     return {
         "index": COLLECTION,
         "roots": [str(root) for root in roots],
@@ -147,6 +183,8 @@ def index_files(store: Store, pipeline: Pipeline, settings: Settings, paths: lis
         entries = [entry for entry in (_file_entry(root, path) for path in files) if entry is not None]
         report = reconcile(writer, known, folder_listing(WalkResult(root, files=entries), SOURCE_ID, settings.max_file_bytes),
                            str(root), allow_shrink=True, quiet=True)
+        if root in roots:
+            record_skipped(settings.data_dir, root, report.skipped, looked_at=files)
         for name in COUNTS:
             counts[name] += report.counts[name]
     return {**counts, "chunks_added": writer.stats.chunks_added, "chunks_removed": writer.stats.chunks_removed}
@@ -163,24 +201,73 @@ def record_runs(data_dir: Path, roots: list[Path], failed: dict[str, str], error
     """Note each root's attempt: indexed now unless it failed (`failed`: root -> why) or the whole run did (`error`).
 
     Kept beside the generations, not in them: a run that changes nothing publishes nothing, yet was attempted.
-    A failure to write it is only a warning.
     """
     now = dates.now_iso()
+
+    def change(runs: dict) -> None:
+        for root in map(str, roots):
+            why = failed.get(root) or error
+            runs.setdefault(root, {}).update(last_attempt=now, last_error=why, **({} if why else {"last_indexed": now}))
+
+    _update_runs(data_dir, change, "indexed, but could not record the run")
+
+
+def record_skipped(data_dir: Path, root: Path, skipped: list[dict], looked_at: list[Path] | None = None) -> None:
+    """Keep why files under `root` were skipped, the first MAX_SKIPPED with the identity they had, and how many: status.py
+    says why, and a search does not retry a file skipped as it is now (freshness.py).
+
+    `looked_at`: the files a run over part of a root indexed (a search's freshness step, memory.py add), whose entries
+    this replaces, kept only for a root an index run was given; None: a run over the whole root, which replaces them all.
+    """
+    entries = [{"file": relative_name(root, skip["file"]), "reason": skip["reason"],
+                **({"identity": skip["identity"]} if skip.get("identity") else {})} for skip in skipped]
+
+    def change(runs: dict) -> None:
+        if looked_at is None:
+            runs.setdefault(str(root), {}).update(skipped=entries[:MAX_SKIPPED], skipped_count=len(entries))
+        elif str(root) in runs:
+            entry = runs[str(root)]
+            names = {relative_name(root, path) for path in looked_at}
+            earlier = entry.get("skipped", [])
+            kept = [skip for skip in earlier if skip["file"] not in names]
+            count = entry.get("skipped_count", 0) - (len(earlier) - len(kept)) + len(entries)
+            entry.update(skipped=(kept + entries)[:MAX_SKIPPED], skipped_count=count)
+
+    _update_runs(data_dir, change, "indexed, but could not note the files skipped")
+
+
+def skipped_identities(runs: dict, root) -> dict[str, str]:
+    """{path in the root: identity} of the files its runs skipped, as they were then (recorded_runs)."""
+    return {skip["file"]: skip["identity"] for skip in runs.get(str(root), {}).get("skipped", []) if skip.get("identity")}
+
+
+def forget_runs(data_dir: Path, roots: list[Path]) -> None:
+    """Drop forgotten roots from the runs status.py reports."""
+
+    def change(runs: dict) -> None:
+        for root in [root for root in runs if Path(root) in roots]:
+            del runs[root]
+
+    _update_runs(data_dir, change, "forgotten, but could not update the runs")
+
+
+def _update_runs(data_dir: Path, change: Callable[[dict], None], failure: str) -> None:
+    """Apply `change` to the recorded runs under their lock, and write them if it changed them; failing is a warning."""
     path = data_dir / COLLECTION / RUNS_FILE
     try:
         with exclusive_lock(path.with_name(f".{RUNS_FILE}.lock")):
             runs = recorded_runs(data_dir)
-            for root in map(str, roots):
-                why = failed.get(root) or error
-                entry = runs.setdefault(root, {})
-                entry.update(last_attempt=now, last_error=why, **({} if why else {"last_indexed": now}))
-            write_atomically(path, json.dumps(runs, indent=2, ensure_ascii=False) + "\n", mode=0o600)
+            before = json.dumps(runs, sort_keys=True)
+            change(runs)
+            if json.dumps(runs, sort_keys=True) != before:
+                write_atomically(path, json.dumps(runs, indent=2, ensure_ascii=False) + "\n", mode=0o600)
     except OSError as exc:
-        log.warning("indexed, but could not record the run in %s: %s", path, exc)
+        log.warning("%s in %s: %s", failure, path, exc)
 
 
 def recorded_runs(data_dir: Path) -> dict[str, dict]:
-    """root -> {"last_attempt", "last_indexed", "last_error"} of every root an index run was given; {} before any."""
+    """root -> {"last_attempt", "last_indexed", "last_error", "skipped", "skipped_count"} of every root an index run was
+    given; {} before any."""
     try:
         runs = json.loads((data_dir / COLLECTION / RUNS_FILE).read_text(encoding="utf-8"))
     except (OSError, ValueError):
