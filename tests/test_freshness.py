@@ -28,6 +28,16 @@ def test_a_note_written_just_now_is_found_and_a_deleted_one_is_gone(state_dir, t
     assert all(r["file"] != "notes/fresh.md" for r in search(env, "zeppelin hangar lease").json["results"])
 
 
+def test_a_note_copied_in_with_its_old_time_is_found(state_dir, tmp_path):
+    """cp -p, rsync -a and unpacked archives keep a file's old modification time: new to the index is what counts."""
+    env = index_env(state_dir, tmp_path)
+    copied = state_dir / "notes" / "copied.md"
+    copied.write_text("# Zeppelin hangar\nThe zeppelin hangar lease ends in March.\n")
+    os.utime(copied, (1_600_000_000, 1_600_000_000))
+    result = search(env, "zeppelin hangar lease")
+    assert result.json["results"][0]["file"] == "notes/copied.md", result.json
+
+
 def test_many_changes_are_reported_as_stale_with_how_to_refresh(state_dir, tmp_path):
     env = index_env(state_dir, tmp_path)
     for number in range(25):

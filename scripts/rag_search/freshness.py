@@ -3,10 +3,12 @@
 A stat walk of the personal roots is planned against the catalog by the same
 rules as an index run (reconcile.plan: identities with the files each note
 includes; an incomplete walk, such as a folder unreadable for a moment, removes
-nothing). A file counts as changed only if it, or a file it includes, was also
-modified after the index was published, and is not a file that a run skipped as it
-is now (empty, binary: sources/personal.py records each skipped file's identity), so
-such a file is tried by one search, not by every search. A few small changes are indexed at once,
+nothing). A changed file is not one that a run skipped as it is now (empty, binary:
+sources/personal.py records each skipped file's identity), so such a file is
+tried by one search, not by every search. Files new to the index count whatever
+their modification time (cp -p, rsync -a and archives keep old ones); only under
+a root with more skipped files than roots.json keeps must a file, or a file it
+includes, also be modified after the index was published. A few small changes are indexed at once,
 with the write lock taken without waiting; anything more, a busy lock or a write
 that fails (a read-only data dir, a full disk, an index to rebuild first) is
 reported as staleness, and the answer says how to refresh.
@@ -74,12 +76,12 @@ def find_changes(settings: Settings) -> Changes | None:
         known = {key: record for key, record in indexed.documents.items() if key.startswith(under)}
         work = plan(known, listing)
         entries = {f"{SOURCE_ID}:{entry.path}": entry for entry in walk.files}
-        skipped = skipped_identities(runs, root)
+        skipped, every_skip_kept = skipped_identities(runs, root)
         for item in work.load:
             entry = entries[item.key]
             if skipped.get(entry.rel) == item.identity:
                 continue  # skipped as it is now: tried again when it changes
-            if _modified_since(entry, depends_of(known.get(item.key)), listing, published_ns):
+            if every_skip_kept or _modified_since(entry, depends_of(known.get(item.key)), listing, published_ns):
                 changes.changed.append(entry.path)
                 changes.size += entry.size
         changes.gone += [Path(key.removeprefix(f"{SOURCE_ID}:")) for key in work.gone]
@@ -102,12 +104,14 @@ def bring_in(settings: Settings, changes: Changes) -> bool:
 
     try:
         with index_run(dataclasses.replace(settings, wait_seconds=0), COLLECTION) as run:
-            index_files(run.store, run.pipeline, settings, [*changes.changed, *changes.gone], changes.roots)
+            report = index_files(run.store, run.pipeline, settings, [*changes.changed, *changes.gone], changes.roots)
     except IndexBusy:
         return False
     except (RagSearchError, OSError, sqlite3.Error) as exc:
         log.warning("could not bring the changed files in: %s", exc)
         return False
+    for skip in report["skipped"]:  # news here: a file skipped as it is is not tried again until it changes
+        log.warning("skipped %s: %s (not searched until it changes)", skip["file"], skip["reason"])
     return True
 
 

@@ -58,7 +58,7 @@ def _roots(settings: Settings, store: Store | None) -> list[dict]:
         entry = {"root": root, "documents": len(known), **{key: run.get(key) for key in ("last_indexed", "last_attempt", "last_error")},
                  "skipped": [{"file": skip["file"], "reason": skip["reason"]} for skip in run.get("skipped", [])],
                  "skipped_count": run.get("skipped_count", 0)}
-        entry["changed_since_index"] = _changes(Path(root), known, settings, skipped_identities(runs, root))
+        entry["changed_since_index"] = _changes(Path(root), known, settings, skipped_identities(runs, root)[0])
         report.append(entry)
     return report
 

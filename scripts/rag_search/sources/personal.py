@@ -170,9 +170,10 @@ def index_personal(store: Store, pipeline: Pipeline, roots: list[Path], settings
 
 def index_files(store: Store, pipeline: Pipeline, settings: Settings, paths: list[Path], roots: list[Path]) -> dict:
     """Bring these files (new, changed or deleted) in line in the personal collection without walking their roots:
-    what memory.py add and a search's freshness check need, in milliseconds plus the embedding of what changed."""
+    what memory.py add and a search's freshness check need, in milliseconds plus the embedding of what changed.
+    The counts include the files skipped (with why), which these callers report as news."""
     writer = IndexWriter(store, pipeline)
-    counts = dict.fromkeys(COUNTS, 0)
+    counts: dict = {**dict.fromkeys(COUNTS, 0), "skipped": []}
     by_root: dict[Path, list[Path]] = {}
     for path in paths:
         by_root.setdefault(next((root for root in roots if path.is_relative_to(root)), path.parent), []).append(path)
@@ -187,6 +188,7 @@ def index_files(store: Store, pipeline: Pipeline, settings: Settings, paths: lis
             record_skipped(settings.data_dir, root, report.skipped, looked_at=files)
         for name in COUNTS:
             counts[name] += report.counts[name]
+        counts["skipped"] += report.shown_skips()
     return {**counts, "chunks_added": writer.stats.chunks_added, "chunks_removed": writer.stats.chunks_removed}
 
 
@@ -236,9 +238,13 @@ def record_skipped(data_dir: Path, root: Path, skipped: list[dict], looked_at: l
     _update_runs(data_dir, change, "indexed, but could not note the files skipped")
 
 
-def skipped_identities(runs: dict, root) -> dict[str, str]:
-    """{path in the root: identity} of the files its runs skipped, as they were then (recorded_runs)."""
-    return {skip["file"]: skip["identity"] for skip in runs.get(str(root), {}).get("skipped", []) if skip.get("identity")}
+def skipped_identities(runs: dict, root) -> tuple[dict[str, str], bool]:
+    """{path in the root: identity} of the files its runs skipped, as they were then (recorded_runs), and whether
+    that is every skipped file (at most MAX_SKIPPED are kept)."""
+    entry = runs.get(str(root), {})
+    kept = entry.get("skipped", [])
+    identities = {skip["file"]: skip["identity"] for skip in kept if skip.get("identity")}
+    return identities, entry.get("skipped_count", 0) <= len(identities)
 
 
 def forget_runs(data_dir: Path, roots: list[Path]) -> None:
