@@ -13,7 +13,7 @@ from conftest import PROJECT
 def test_searches_survive_killed_index_runs_and_the_index_ends_equal_to_a_rebuild(tmp_path):
     report_file = tmp_path / "soak.json"
     completed = subprocess.run(
-        [sys.executable, str(PROJECT / "bench" / "soak.py"), "--seconds", "20", "--searchers", "2", "--cold-searchers", "1",
+        [sys.executable, str(PROJECT / "bench" / "soak.py"), "--seconds", "12", "--searchers", "2", "--cold-searchers", "1",
          "--json", str(report_file)],
         capture_output=True, text=True, timeout=180,
     )
