@@ -18,9 +18,10 @@ MEANINGS = {0: "success (an empty result list is success)",
 EPILOG = """output (JSON on stdout, one line unless stdout is a terminal):
   {"query", "results": [{"rank", "score", "source", "file", "id", "chunk", "metadata"}],
    "searched_collections", "total_chunks_searched", "mode", "truncated"}
-  metadata: what to cite (heading, date, url or path, doc_version, commit, record
-  fields the chunk does not show); a later result of the same file omits what its
-  first result said (path, date, tags); --verbose gives every stored field.
+  metadata: what to cite (heading, date, url or path, doc_version, commit, a record's
+  record_id, loop_id, iteration, confidence and updated, which its chunk never shows,
+  and record fields the chunk does not show); a later result of the same file omits
+  what its first result said (path, date, tags); --verbose gives every stored field.
   score: the cosine similarity of chunk and query, 0 to 1, higher is better, in every
   mode. rank: the order of the mode: hybrid (default) fuses keyword (BM25) and meaning
   (vector) rankings by reciprocal rank fusion, so an exact identifier can rank above a
@@ -40,8 +41,10 @@ otherwise the answer carries "stale": {"files": N, "since": TIME} and stderr say
 run index_personal.py.
 
 records (--type, --tag): JSON records (memory entries, decisions) carry their type
-and tags; notes carry the tags of their front matter. Tags match whole and ignore
-case and a leading '#'. All filters combine, in every --mode."""
+and tags; a record without a type in a file named for a kind (decisions.json,
+lessons.json, todos.json…) is of that kind (decision, lesson, todo); --type matches
+exactly. Notes carry the tags of their front matter. Tags match whole and ignore case
+and a leading '#'. All filters combine, in every --mode."""
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -192,10 +192,50 @@ def test_a_file_holding_one_memory_entry_is_one_record_with_its_fields_as_metada
     sections = parse("json", json.dumps(ENTRY), "m-011.json").sections
     assert len(sections) == 1
     assert sections[0].path == ["m-011.json"]
-    assert "lesson: Auth mocks must be initialized inside beforeEach" in sections[0].text
-    assert "tags: auth, mocks, jest" in sections[0].text and "confidence: 0.9" in sections[0].text
+    assert sections[0].text == ("type: failure_pattern\nlesson: Auth mocks must be initialized inside beforeEach, not at module scope\n"
+                                "context: src/auth/auth.test.ts iteration 2 failure\ntags: auth, mocks, jest")
     assert _without_ts(sections[0].metadata) == ENTRY_METADATA
     assert sections[0].metadata["date_ts"] == 1775040120.0
+
+
+def test_a_records_bookkeeping_is_metadata_and_none_of_its_text():
+    record = {**ENTRY, "updatedAt": "2026-04-03T08:00:00Z", "schemaVersion": 3, "$schema": "https://example.com/entry.json"}
+    section = parse("jsonl", json.dumps(record), "memory.jsonl").sections[0]
+    for key in ("id", "loopId", "iteration", "createdAt", "updatedAt", "confidence", "schemaVersion", "$schema"):
+        assert not any(line.startswith(f"{key}: ") for line in section.text.splitlines()), key
+    assert _without_ts(section.metadata) == {**ENTRY_METADATA, "updated": "2026-04-03T08:00:00Z"}
+
+
+def test_only_a_records_own_bookkeeping_leaves_its_text_and_only_what_metadata_carries():
+    record = {"id": "r1", "lesson": "Retry the upload", "loop_id": "l-2", "iteration": "3", "confidence": "high",
+              "createdAt": "last tuesday", "version": "1.29", "source": {"id": "gh-12", "createdAt": "2025-01-01"}}
+    section = parse("json", json.dumps(record), "r.json").sections[0]
+    assert section.text == ("lesson: Retry the upload\nconfidence: high\ncreatedAt: last tuesday\nversion: 1.29\n"
+                            "source.id: gh-12\nsource.createdAt: 2025-01-01")
+    assert section.metadata == {"record_id": "r1", "loop_id": "l-2", "iteration": "3"}
+
+
+def test_a_record_of_nothing_but_bookkeeping_makes_no_section():
+    records = [{"id": 1, "createdAt": "2026-04-01T10:42:00Z", "confidence": 0.5}, {"id": 2, "lesson": "Keep this one"}]
+    assert [(s.path, s.text) for s in parse("json", json.dumps(records), "memory.json").sections] == [
+        (["memory.json", "[1]"], "lesson: Keep this one")]
+
+
+@pytest.mark.parametrize("name, kind", [("decisions.json", "decision"), ("decision.json", "decision"),
+                                        ("Lessons.jsonl", "lesson"), ("todos.json", "todo"), ("preferences.json", "preference")])
+def test_a_file_named_for_a_kind_types_its_records_that_carry_no_type(name, kind):
+    records = [{"id": "d1", "decision": "Use Longhorn"}, {"id": "d2", "type": "Postmortem", "decision": "Page on 5xx"}, "Pin k0s"]
+    text = "\n".join(map(json.dumps, records)) if name.endswith(".jsonl") else json.dumps(records)
+    sections = parse("jsonl" if name.endswith(".jsonl") else "json", text, name).sections
+    assert [s.metadata.get("type") for s in sections] == [kind, "Postmortem", kind]
+
+
+def test_a_file_not_named_for_a_kind_leaves_records_untyped_and_a_files_own_fields_are_never_typed():
+    assert "type" not in parse("json", json.dumps({"id": "m1", "lesson": "x"}), "memory.json").sections[0].metadata
+    data = {"owner": "platform team", "decisions": [{"id": "d1", "decision": "Use Longhorn"}]}
+    sections = parse("json", json.dumps(data), "decisions.json").sections
+    assert [(s.text, s.metadata.get("type")) for s in sections] == [("owner: platform team", None),
+                                                                   ("decision: Use Longhorn", "decision")]
 
 
 def test_an_array_of_memory_entries_is_one_record_each():

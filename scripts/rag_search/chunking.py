@@ -19,7 +19,9 @@ from .embedding import TokenCounter
 from .parsing import Section
 
 # Bump when chunk boundaries or embedded text change: it is part of the index fingerprint.
-CHUNKER_VERSION = "7"  # 7: HTML comments in markdown are dropped (never text nor headings); a markdown section of
+CHUNKER_VERSION = "8"  # 8: a JSON record's bookkeeping (id, dates, loop id, iteration, confidence, schema) is metadata,
+# not text, and a record of nothing else makes no chunk; a file named for a kind (decisions.json) types untyped records
+# 7: HTML comments in markdown are dropped (never text nor headings); a markdown section of
 # only markup (a rule, HTML tags, images) makes no chunk; a JSON file's scalar fields beside its records are no chunk
 # each (its date dates the file, a version or schema is left out, the rest is one record)
 # 6: a piece that starts inside a word is measured on its own (it could reach 257 word pieces);

@@ -172,15 +172,16 @@ def entry_from_hit(hit: Hit) -> Entry:
 def entry_from_record(record: dict, file: str) -> Entry:
     """A memory entry of another file as the index shows it (its fields read as index_personal reads them), so that
     clear, remove and update select what list shows."""
-    from .parsing import record_metadata
+    from .parsing import read_record, record_type_of
 
     lesson = record.get("lesson")
-    return Entry(_indexed_fields(record_metadata(record), lesson if isinstance(lesson, str) else None), file)
+    metadata, _ = read_record(record, record_type_of(Path(file).name))
+    return Entry(_indexed_fields(metadata, lesson if isinstance(lesson, str) else None), file)
 
 
 def _indexed_fields(metadata: dict, lesson: str | None) -> dict:
     fields = {"id": metadata.get("record_id"), "loopId": metadata.get("loop_id"), "iteration": metadata.get("iteration"),
-              "createdAt": metadata.get("date"), "type": metadata.get("type"), "lesson": lesson,
+              "createdAt": metadata.get("date"), "updatedAt": metadata.get("updated"), "type": metadata.get("type"), "lesson": lesson,
               "context": metadata.get("context"), "tags": metadata.get("tags"), "confidence": metadata.get("confidence")}
     return {key: value for key, value in fields.items() if value is not None}
 

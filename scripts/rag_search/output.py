@@ -19,11 +19,12 @@ from .retrieval import SearchResult
 CHARS_PER_TOKEN = 4  # the usual estimate for English text, code and JSON
 
 # Kept in the compact answer, in this order: where the passage is and how old, which version of the docs, a record's
-# id (what an agent cites or passes on); and `suspect`, the warning that the passage reads like instructions to an AI
-# (injection.py).
-CITED_METADATA = ("heading", "date", "url", "path", "doc_version", "commit", "record_id", "suspect")
+# id (what an agent cites or passes on) and the rest of its bookkeeping, which its text never shows (parsing.py); and
+# `suspect`, the warning that the passage reads like instructions to an AI (injection.py).
+CITED_METADATA = ("heading", "date", "url", "path", "doc_version", "commit", "record_id", "loop_id", "iteration", "confidence",
+                  "updated", "suspect")
 # Fields of JSON records (and front matter tags), kept unless the passage already shows them.
-RECORD_METADATA = ("type", "status", "category", "context", "confidence", "tags", "loop_id", "iteration")
+RECORD_METADATA = ("type", "status", "category", "context", "tags")
 # Facts about the file rather than the passage: said once per file in an answer, unless a later passage differs (a
 # record's own date, a section's URL).
 FILE_METADATA = ("path", "url", "date", "doc_version", "commit", "tags")
@@ -79,9 +80,10 @@ def compact_metadata(metadata: dict, text: str | None) -> dict:
 
 
 def _shown(value, text: str) -> bool:
-    """Whether the passage already shows `value` (a JSON record's chunk lists its fields as `key: value` lines)."""
+    """Whether the passage already shows `value` as a field's value (a JSON record's chunk lists its fields as
+    `key: value` lines): the type a file's name gave its records is not shown by their `decision: …` lines."""
     rendered = ", ".join(map(str, value)) if isinstance(value, list) else str(value)
-    return rendered in text
+    return f": {rendered}" in text
 
 
 def estimate_tokens(text: str) -> int:

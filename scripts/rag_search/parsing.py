@@ -3,8 +3,10 @@
 Markdown splits on headings (front matter becomes metadata; markdown.py); JSON splits into
 records recognised by shape (a memory entry is one record, never one section per
 field; see _records), whose fields (type, tags, date…) become metadata; JSONL
-is one record per line; anything else is one section of plain text. Sizing the
-sections to the model's window is chunking.py's job.
+is one record per line; anything else is one section of plain text. A record's
+bookkeeping (id, dates, loop, iteration, confidence) is metadata only: in the text
+it would be a third of a memory entry, diluting its vector and costing the reader
+tokens. Sizing the sections to the model's window is chunking.py's job.
 """
 
 import json
@@ -19,19 +21,28 @@ JSONL_SUFFIXES = {".jsonl", ".ndjson"}
 TEXT_SUFFIXES = {".txt", ".text", ".yaml", ".yml", ".rst", ".org"}
 SUPPORTED_SUFFIXES = MARKDOWN_SUFFIXES | JSON_SUFFIXES | JSONL_SUFFIXES | TEXT_SUFFIXES
 
-# Record fields whose value is a date, in order of preference.
-DATE_KEYS = ("date", "createdAt", "created_at", "created", "ts", "timestamp", "time", "datetime", "updatedAt", "updated_at",
-             "updated", "modifiedAt", "modified_at", "modified", "lastmod")
-# Record fields kept as chunk metadata, under our names.
-RECORD_FIELDS = {"type": "type", "context": "context", "status": "status", "category": "category", "id": "record_id",
-                 "loopId": "loop_id", "loop_id": "loop_id", "iteration": "iteration"}
+# Record fields whose value is a date, in order of preference: when it was made, then when it last changed.
+UPDATE_KEYS = ("updatedAt", "updated_at", "updated", "modifiedAt", "modified_at", "modified", "lastmod")
+DATE_KEYS = ("date", "createdAt", "created_at", "created", "ts", "timestamp", "time", "datetime", *UPDATE_KEYS)
+# Record fields kept as chunk metadata, under our names, and in the text: they say what the record is about.
+RECORD_FIELDS = {"type": "type", "context": "context", "status": "status", "category": "category"}
+# A record's bookkeeping, kept as metadata under our names and out of its text (so are its dates: date and updated).
+BOOKKEEPING_FIELDS = {"id": "record_id", "loopId": "loop_id", "loop_id": "loop_id", "iteration": "iteration",
+                      "confidence": "confidence"}
+# Fields that say how a record or a file of records is kept, not what it says: neither text nor metadata. A record's
+# `version` is text (a tool's version, in a preferences file); a file's, beside its records, is left out.
+SCHEMA_KEYS = frozenset({"schema", "$schema", "schema_version", "schemaversion"})
+# A file named for one kind of record (decisions.json, todos.jsonl) gives that kind as the type of its records that carry
+# none, so --type decision finds them. Not memory.json: a memory file holds entries of several types.
+RECORD_KINDS = ("decision", "lesson", "preference", "todo", "task", "pattern", "failure", "idea", "incident")
+FILE_KINDS = {kind + plural: kind for kind in RECORD_KINDS for plural in ("", "s")}
 # Keys that mark an object as a record (a memory entry, a decision, a log line), not a tree of knowledge.
 RECORD_KEYS = frozenset({"id", "type", "kind", "lesson", "decision", "context", "tags", "title", "summary", "status", "pattern",
                          "rationale", "reason", "description", "note", "notes", "content", "text", "message", "body",
                          "confidence", "loopid", "loop_id", "iteration", "outcome", "question", "answer", "name", "value"}
                         | {key.lower() for key in DATE_KEYS})
 # A file of records' own fields that date it or say how it is kept, not what it says: no chunk.
-FILE_KEYS = frozenset({"version", "schema", "$schema", "schema_version", "schemaversion"} | {key.lower() for key in DATE_KEYS})
+FILE_KEYS = SCHEMA_KEYS | {"version"} | {key.lower() for key in DATE_KEYS}
 SHORT_LIST = 20  # a list of at most this many scalars is a record's field (tags), not a collection
 SMALL_RECORD = 50  # an object of at most this many scalar fields is one record even without a record-like key
 MAX_FIELD_CHARS = 200
@@ -95,10 +106,11 @@ def parse_json(text: str, name: str) -> ParsedFile:
     except json.JSONDecodeError as exc:
         raise ParseError(f"malformed JSON: {exc}") from None
     records, fields = _records(data)
+    sections = _record_sections(records, name, record_type_of(name))
     own = {key: value for key, value in fields.items() if key.lower() not in FILE_KEYS}
-    if own:
-        records.insert(0, ("", own))  # the file's other fields, together: one record
-    return ParsedFile(_record_sections(records, name), {"title": name, **_date_of(fields)})
+    if own:  # the file's other fields, together: one record, of no kind
+        sections = _record_sections([("", own)], name) + sections
+    return ParsedFile(sections, {"title": name, **_date_of(fields)})
 
 
 def parse_jsonl(text: str, name: str) -> ParsedFile:
@@ -113,7 +125,12 @@ def parse_jsonl(text: str, name: str) -> ParsedFile:
     if bad_lines and not records:
         raise ParseError("malformed JSON Lines: no line parses")
     warnings = [f"malformed JSON on line(s) {_ranges(bad_lines)} skipped"] if bad_lines else []
-    return ParsedFile(_record_sections(records, name), {"title": name}, warnings)
+    return ParsedFile(_record_sections(records, name, record_type_of(name)), {"title": name}, warnings)
+
+
+def record_type_of(name: str) -> str | None:
+    """The type a file's name gives its records (FILE_KINDS: decisions.json, decision), or None."""
+    return FILE_KINDS.get(PurePosixPath(name).stem.lower())
 
 
 def _records(data) -> tuple[list[tuple[str, object]], dict]:
@@ -167,12 +184,14 @@ def _is_field(value) -> bool:
     return not isinstance(value, dict)
 
 
-def _record_sections(records: list[tuple[str, object]], name: str) -> list[Section]:
+def _record_sections(records: list[tuple[str, object]], name: str, kind: str | None = None) -> list[Section]:
+    """A section per record with text left once its bookkeeping is metadata; `kind`: the type of untyped records."""
     sections = []
     for key_path, value in records:
-        text = "\n".join(render(value)).strip()
+        metadata, rest = read_record(value, kind)
+        text = "\n".join(render(rest)).strip()
         if text:
-            sections.append(Section([name, key_path] if key_path else [name], text, record_metadata(value)))
+            sections.append(Section([name, key_path] if key_path else [name], text, metadata))
     return sections
 
 
@@ -196,33 +215,72 @@ def render(value, prefix: str = "", depth: int = 0) -> list[str]:
     return [f"{prefix}: {_scalar(value)}" if prefix else _scalar(value)]
 
 
-def record_metadata(value) -> dict:
-    """Fields of a record worth filtering or citing by: date, type, tags, context, confidence, loop and iteration…"""
+def read_record(value, kind: str | None = None) -> tuple[dict, object]:
+    """A record's metadata (date, type, tags, context, and its bookkeeping: id, loop, iteration, confidence…), and what
+    is left to read: the record without its top-level bookkeeping and schema fields. A bookkeeping value metadata cannot
+    hold whole (a date that does not parse, a confidence of "high") stays text. `kind` types a record that has no type."""
     if not isinstance(value, dict):
-        return {}
-    metadata = _date_of(value)
+        return ({"type": kind} if kind else {}), value
+    metadata, carried = _bookkeeping(value)
     for key, target in RECORD_FIELDS.items():
         item = value.get(key)
-        if isinstance(item, int) and not isinstance(item, bool) and target == "iteration":
-            metadata[target] = item
-        elif isinstance(item, (str, int, float)) and not isinstance(item, bool) and str(item).strip():
+        if isinstance(item, (str, int, float)) and not isinstance(item, bool) and str(item).strip():
             metadata[target] = str(item).strip()[:MAX_FIELD_CHARS]
-    confidence = value.get("confidence")
-    if isinstance(confidence, (int, float)) and not isinstance(confidence, bool):
-        metadata["confidence"] = float(confidence)
+    if kind and "type" not in metadata:
+        metadata["type"] = kind
     tags = tags_of(value.get("tags"))
     if tags:
         metadata["tags"] = tags
-    return metadata
+    rest = {key: item for key, item in value.items() if key not in carried and str(key).lower() not in SCHEMA_KEYS}
+    return metadata, rest
+
+
+def _bookkeeping(record: dict) -> tuple[dict, set]:
+    """The metadata of a record's bookkeeping fields, and the keys whose values it holds: the first date (date,
+    date_ts), the first other date of a change (updated), the id, loop, iteration and confidence."""
+    metadata: dict = {}
+    carried: set = set()
+    made = _first_date(record, DATE_KEYS)
+    if made:
+        carried.add(made[0])
+        metadata["date"], metadata["date_ts"] = made[1], made[2]
+    changed = _first_date(record, [key for key in UPDATE_KEYS if key not in carried])
+    if changed:
+        carried.add(changed[0])
+        metadata["updated"] = changed[1]
+    for key, target in BOOKKEEPING_FIELDS.items():
+        item = _whole(target, record.get(key))
+        if item is not None and target not in metadata:
+            metadata[target] = item
+            carried.add(key)
+    return metadata, carried
+
+
+def _whole(target: str, item):
+    """`item` as metadata holds the bookkeeping field `target`, or None if it cannot hold it whole."""
+    if isinstance(item, bool) or not isinstance(item, (str, int, float)):
+        return None
+    if target == "confidence":
+        return None if isinstance(item, str) else float(item)
+    if target == "iteration" and isinstance(item, int):
+        return item
+    text = str(item).strip()
+    return text if text and len(text) <= MAX_FIELD_CHARS else None
 
 
 def _date_of(record: dict) -> dict:
     """{"date", "date_ts"} from the first of DATE_KEYS that holds a date, or {}."""
-    for key in DATE_KEYS:
+    found = _first_date(record, DATE_KEYS)
+    return {"date": found[1], "date_ts": found[2]} if found else {}
+
+
+def _first_date(record: dict, keys) -> tuple[str, str, float] | None:
+    """(key, date, epoch seconds) of the first of `keys` whose value in `record` is a date."""
+    for key in keys:
         parsed = dates.normalize(record.get(key))
         if parsed:
-            return {"date": parsed[0], "date_ts": parsed[1]}
-    return {}
+            return key, parsed[0], parsed[1]
+    return None
 
 
 def tags_of(value) -> list[str]:
