@@ -77,7 +77,8 @@ def index_corpus(corpus: str, folder: Path, work: Path) -> dict:
         run_script("add_doc_source.py", "--sources", registry, "--data-dir", data, "--quiet", "--id", corpus, "--name", f"{corpus} docs",
                    "--type", "local", "--path", folder.resolve(), "--glob", "**/*.md*")
     started = time.monotonic()
-    summary = run_script("index_docs.py", "--sources", registry, "--data-dir", data, "--quiet", "--source", corpus)["sources"][0]
+    # --all: the registry holds this corpus alone, and only a run over every source may rebuild the collection
+    summary = run_script("index_docs.py", "--sources", registry, "--data-dir", data, "--quiet", "--all")["sources"][0]
     if summary["status"] != "ok":
         raise SystemExit(f"indexing {corpus} failed: {summary.get('error')}")
     return {"chunks": summary["chunks"], "embedded": summary["embedded"], "seconds": round(time.monotonic() - started, 1)}
