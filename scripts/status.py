@@ -17,7 +17,8 @@ MEANINGS = {0: "success, however stale the indexes are, and with a registry it c
 EPILOG = """output (JSON on stdout, one line unless stdout is a terminal):
   {"data_dir",
    "collections": {"personal"|"docs": {"built", "documents", "chunks", "generation",
-                   "published", "size_bytes", "disk_bytes", "age_seconds"}},
+                   "published", "size_bytes", "disk_bytes", "age_seconds",
+                   "large_files": [{"file", "chunks", "share"}]}},
    "personal_roots": [{"root", "documents", "last_indexed", "last_attempt", "last_error",
                        "skipped": [{"file", "reason"}], "skipped_count",
                        "changed_since_index": {"not_indexed", "changed", "gone", "examples"}}],
@@ -27,7 +28,9 @@ EPILOG = """output (JSON on stdout, one line unless stdout is a terminal):
                   {"registry", "error", "hint", "indexed": [{"id", "documents", "chunks"}]},
    "timer": {"installed", "enabled", "last_run", "last_result", "next_run"}}
   size_bytes is the published generation; disk_bytes the whole collection, with the
-  generation kept so that the next small change need not copy the index.
+  generation kept so that the next small change need not copy the index. large_files:
+  files holding more than a quarter of a collection's chunks (and over 50), which
+  searches see at most 5 chunks of per retriever.
   Roots are those index runs were given (else the configured ones); files are
   compared by size and mtime, as an index run does. skipped: the first 50 files the
   runs left out, with why; a file skipped as it is now is no change since the index. The timer's state comes from
@@ -82,6 +85,8 @@ def to_text(report: dict) -> str:
                      + (f", published {age // 3600} h {age % 3600 // 60} min ago" if age is not None else "")
                      + (f", {collection['size_bytes'] / 1e6:.1f} MB ({collection['disk_bytes'] / 1e6:.1f} MB on disk)"
                         if collection.get("disk_bytes") is not None else ""))
+        lines += [f"  large file {large['file']}: {large['chunks']} chunks, {large['share']:.0%} of them"
+                  for large in collection.get("large_files", [])]
     for root in report["personal_roots"]:
         changes = root["changed_since_index"]
         changed = changes if isinstance(changes, str) else ", ".join(f"{count} {what.replace('_', ' ')}" for what, count in changes.items()

@@ -226,3 +226,20 @@ def fill(disk, leave_bytes=0):
     free = os.statvfs(disk).f_bavail * os.statvfs(disk).f_frsize
     with open(disk / "filler", "wb") as filler:
         filler.write(b"\0" * max(0, free - leave_bytes))
+
+
+def hit(chunk_id, file="a.md", collection="docs", score=0.5, text="x", dense=None, lexical_rank=None, bm25=None, date_ts=None,
+        heading=None, kind=None):
+    """A search hit with the evidence retrieval gathers: `dense` is its rank in its collection's dense list (its cosine
+    is then `score`), `lexical_rank` its rank in the keyword list."""
+    from rag_search.records import Hit
+
+    explain = {}
+    if dense is not None:
+        explain.update(dense_rank=dense, cosine=score)
+    if lexical_rank is not None:
+        explain.update(lexical_rank=lexical_rank, bm25=bm25 if bm25 is not None else 10.0 / lexical_rank)
+    metadata = {"file": file, **({"heading": heading} if heading else {}), **({"kind": kind} if kind else {})}
+    if date_ts is not None:
+        metadata["date_ts"] = date_ts
+    return Hit(chunk_id, collection, score, text, metadata, explain)

@@ -199,6 +199,8 @@ def test_get_of_something_not_indexed_is_a_usage_error(example_index):
 
 def test_status_reports_what_is_indexed_how_fresh_and_what_changed(tmp_path, state_dir):
     data = tmp_path / "data"
+    turns = "\n\n".join(f"## Turn {n}\n\nSpeaker {n % 3} talks about item {n} of the weekly call." for n in range(80))
+    (state_dir / "notes" / "call-transcript.md").write_text(f"# Weekly call\n\n{turns}\n")
     assert run_script("index_personal.py", "--data-dir", data, state_dir).code == 0
     (state_dir / "notes" / "argocd-setup.md").write_text("# ArgoCD\n\nChanged after the index run.\n")
     (state_dir / "notes" / "new-note.md").write_text("# New\n\nNot indexed yet.\n")
@@ -209,6 +211,8 @@ def test_status_reports_what_is_indexed_how_fresh_and_what_changed(tmp_path, sta
     personal = report["collections"]["personal"]
     assert personal["built"] and personal["documents"] >= 7 and personal["chunks"] > 10
     assert personal["generation"] == "g000001" and personal["size_bytes"] > 0 and 0 <= personal["age_seconds"] < 600
+    [large] = personal["large_files"]  # issue 25: a file that may crowd searches is named
+    assert large["file"] == "notes/call-transcript.md" and large["chunks"] >= 80 and large["share"] > 0.25, large
     assert report["collections"]["docs"] == {"built": False, "hint": "run scripts/index_docs.py --all"}
     root = report["personal_roots"][0]
     assert root["root"] == str(state_dir) and root["last_indexed"] and root["last_error"] is None

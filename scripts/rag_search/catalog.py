@@ -26,6 +26,7 @@ from .records import ChunkRecord, DocumentRecord, Filters, StoredChunk
 SCHEMA_VERSION = 6  # 6: chunk text and metadata in the catalog, not in ChromaDB
 TABLES = ("documents", "chunks", "chunk_texts", "sources", "chunk_terms")
 _BATCH = 500  # SQLite's host parameters per statement stay well under its limit
+POOL = 4  # with a cap per document, the best POOL * depth matches are looked at to keep `depth` of them
 _STORED = "SELECT c.id, t.text, t.metadata, c.doc_key FROM chunks c JOIN chunk_texts t ON t.num = c.num"
 
 _SCHEMA = """
@@ -104,10 +105,14 @@ class Catalog:
     def close(self) -> None:
         self._db.close()
 
-    def documents(self, source_id: str | None = None, key_prefix: str | None = None) -> dict[str, DocumentRecord]:
-        """The indexed documents, or those of one source and/or under a key prefix, by key."""
+    def documents(self, source_id: str | None = None, key_prefix: str | None = None, min_chunks: int = 0) -> dict[str, DocumentRecord]:
+        """The indexed documents, or those of one source and/or under a key prefix and/or of more than `min_chunks`
+        chunks, by key."""
         query = "SELECT key, source_id, file, identity, content_hash, chunk_count, indexed_at, state FROM documents WHERE 1"
         params: list = []
+        if min_chunks:
+            query += " AND chunk_count > ?"
+            params.append(min_chunks)
         if source_id is not None:
             query += " AND source_id = ?"
             params.append(source_id)
@@ -290,21 +295,33 @@ class Catalog:
             return self._db.execute("SELECT COUNT(*) FROM chunks").fetchone()[0]
         return self._db.execute("SELECT COALESCE(SUM(chunk_count), 0) FROM documents WHERE source_id = ?", (source_id,)).fetchone()[0]
 
-    def keyword_search(self, match: str, limit: int, filters: Filters) -> list[tuple[str, float]]:
-        """(chunk id, BM25 score, higher is better), best first, for an FTS5 `match` expression.
+    def keyword_search(self, match: str, limit: int, filters: Filters, per_document: int = 0) -> list[tuple[str, float]]:
+        """(chunk id, BM25 score, higher is better), best first, for an FTS5 `match` expression; at most `per_document`
+        chunks of one document (0: no limit) among the best `limit`, picked from the best POOL * `limit` matches.
 
         Without filters the matches are ranked alone and only the best are looked up in `chunks`: when a query's words
         match half of a 200k-chunk index, a join per match cost a fifth of the search.
         """
         where, params = _filter_sql(filters)
+        pool = limit * POOL if per_document else limit
         if where:
-            sql = ("SELECT c.id, -bm25(chunk_terms) FROM chunk_terms JOIN chunks c ON c.num = chunk_terms.rowid "
-                   f"WHERE chunk_terms MATCH ?{where} ORDER BY bm25(chunk_terms) LIMIT ?")
+            sql = ("SELECT c.id, -bm25(chunk_terms) AS score, c.num, c.doc_key FROM chunk_terms JOIN chunks c "
+                   f"ON c.num = chunk_terms.rowid WHERE chunk_terms MATCH ?{where} ORDER BY bm25(chunk_terms) LIMIT ?")
         else:
-            sql = ("SELECT c.id, m.score FROM (SELECT rowid AS num, -bm25(chunk_terms) AS score FROM chunk_terms "
-                   "WHERE chunk_terms MATCH ? ORDER BY bm25(chunk_terms) LIMIT ?) m JOIN chunks c ON c.num = m.num "
-                   "ORDER BY m.score DESC, m.num")
-        return [(row[0], float(row[1])) for row in self._db.execute(sql, [match, *params, limit])]
+            sql = ("SELECT c.id, m.score, m.num, c.doc_key FROM (SELECT rowid AS num, -bm25(chunk_terms) AS score "
+                   "FROM chunk_terms WHERE chunk_terms MATCH ? ORDER BY bm25(chunk_terms) LIMIT ?) m "
+                   "JOIN chunks c ON c.num = m.num")
+        rows = sorted(self._db.execute(sql, [match, *params, pool]), key=lambda row: (-row[1], row[2]))
+        return [(chunk_id, float(score)) for chunk_id, score in
+                capped([(row[0], row[1], row[3]) for row in rows], per_document)[:limit]]
+
+    def document_keys(self, ids: list[str]) -> dict[str, str]:
+        """{chunk id: its document's key} for the chunks the catalog has."""
+        found: dict[str, str] = {}
+        for start in range(0, len(ids), _BATCH):
+            batch = ids[start : start + _BATCH]
+            found.update(self._db.execute(f"SELECT id, doc_key FROM chunks WHERE id IN ({','.join('?' * len(batch))})", batch))
+        return found
 
     def agreement(self) -> tuple[int, int, int]:
         """(chunks, keyword rows, keyword rows of a chunk): all equal when the keyword index holds exactly the chunks.
@@ -327,6 +344,18 @@ class Catalog:
         self._db.execute("DELETE FROM chunk_texts WHERE num IN (SELECT num FROM chunks WHERE doc_key = ?)", (key,))
         self._db.execute("DELETE FROM chunks WHERE doc_key = ?", (key,))
         self._db.execute("DELETE FROM documents WHERE key = ?", (key,))
+
+
+def capped(rows: list[tuple[str, float, str]], per_document: int) -> list[tuple[str, float]]:
+    """(id, score) of `rows` (id, score, document key; best first), at most `per_document` of one document (0: all).
+    One long homogeneous file (a transcript) must not fill a retriever's candidates and leave the rest unseen."""
+    seen: dict[str, int] = {}
+    kept = []
+    for chunk_id, score, document in rows:
+        seen[document] = seen.get(document, 0) + 1
+        if not per_document or seen[document] <= per_document:
+            kept.append((chunk_id, score))
+    return kept
 
 
 def _filter_sql(filters: Filters) -> tuple[str, list]:

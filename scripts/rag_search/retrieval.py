@@ -1,15 +1,12 @@
 """Finding the chunks that answer a query, across the personal and docs collections.
 
-Hybrid by default: the nearest chunks by meaning (ChromaDB, cosine) and the
-best chunks by keywords (BM25 over the same chunks) are fused with reciprocal
-rank fusion, so an exact identifier and a paraphrase can both be found. Pages
-are then ranked by their combined evidence, not by one lucky chunk: each
-section of a page counts with its best chunk, and a page's score is the damped
-sum of its sections' (a page that answers in many sections beats a page with
-one chance match; a long section split into several chunks counts once, so
-length alone earns nothing). Each page shows its best chunks, best first.
-Then recency, an optional cross-encoder and the per-file cap shape the page (the
-token budget is the formatter's: it counts the answer as printed, output.py).
+Hybrid by default: each collection's nearest chunks by meaning (ChromaDB, cosine)
+and its best chunks by keywords (BM25 over the same chunks) are gathered here,
+at most a few of any one file from each retriever, each with its evidence (its
+ranks in its own collection, cosine, BM25); ranking.py turns that evidence into
+an order (fusion, collection scale, recency, page evidence). Then an optional
+cross-encoder and the per-file cap shape the page (the token budget is the
+formatter's: it counts the answer as printed, output.py).
 
 Every hit's `score` is the cosine similarity of chunk and query (0 to 1) in
 every mode, so --min-score means the same thing everywhere; the order is the
@@ -17,13 +14,11 @@ mode's ranking, which in hybrid mode is the fused one.
 """
 
 import contextlib
-import math
-import time
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import lexical
+from . import lexical, ranking
 from .config import Settings
 from .datadir import MARKER
 from .embedding import find_model, query_embedder
@@ -33,8 +28,6 @@ from .records import Filters, Hit
 from .store import COLLECTIONS, INDEX_COMMANDS, Store, fingerprint, nothing_built
 
 MODES = ("hybrid", "dense", "lexical")
-RECORD_KINDS = ("json", "jsonl")  # a file of records: each record stands alone, it is not a section of a page
-SECONDS_PER_DAY = 86400.0
 PERSONAL = "personal"  # the personal collection, and the source id of its documents
 NOTES_SAID = ".notes-said"
 
@@ -56,13 +49,22 @@ class SearchOptions:
     rrf_k: int = 10
     dense_weight: float = 1.0
     lexical_weight: float = 1.0
-    # Hybrid: a page scores S1 + d*S2 + d^2*S3 ..., its sections' best fused scores, highest first; 0 ranks a page by its
-    # best chunk. Tuned on docs-faq dev with SciFact train (bench/eval_docs.py, bench/eval_beir.py).
-    page_decay: float = 1.0
-    # A section after a page's best counts only if its cosine (when the dense list has it) is at least this fraction of
-    # the query's best cosine. In a small index every chunk is a candidate, and sections that barely relate to the
-    # question lifted long pages over the note that answers it. No ranking moved on docs-faq dev and test, SciFact test.
+    # Each collection's best match in each list earns up to this much more, as far as its score stands above the
+    # runner-up's (ranking.leads).
+    lead: float = 0.06
+    # At most this many candidates of one file from each retriever, so one long file (a transcript) cannot take them all.
+    per_file_candidates: int = 5
+    # Hybrid (ranking.py): a page scores as its best section plus page_bonus times the keys of up to page_support other
+    # sections found by both retrievers whose cosine is at least section_floor of the question's best.
+    page_bonus: float = 0.1
+    page_support: int = 2
     section_floor: float = 0.5
+    # Collections weigh exp((their best cosine - the best) / collection_temperature); the personal collection's best
+    # cosine counts personal_head_start more, and about_user_head_start more again for a question about the user's own
+    # context (ranking.about_the_user).
+    collection_temperature: float = 0.2
+    personal_head_start: float = 0.03
+    about_user_head_start: float = 0.1
 
     @property
     def filters(self) -> Filters:
@@ -227,17 +229,15 @@ def search(stores: dict[str, Store], query: str, vector: np.ndarray, options: Se
     """Rank chunks of the `stores` for `query` (embedded as `vector`) as `options` say."""
     total = sum(store.chunk_count() for store in stores.values())
     candidates: dict[str, Hit] = {}
-    dense_order: list[str] = []
-    lexical_order: list[str] = []
     if options.mode in ("hybrid", "dense"):
-        dense_order = _dense(stores, vector, options, candidates)
+        _dense(stores, vector, options, candidates)
     if options.mode in ("hybrid", "lexical"):
-        lexical_order = _lexical(stores, query, options, candidates)
+        _lexical(stores, query, options, candidates)
     _fill_text(stores, candidates)
     if options.min_score is not None:
         candidates = {hit.id: hit for hit in _scored(stores, vector, list(candidates.values())) if hit.score >= options.min_score}
 
-    hits = [candidates[chunk_id] for chunk_id in _rank(candidates, dense_order, lexical_order, options)]
+    hits = [candidates[chunk_id] for chunk_id in ranking.rank(candidates, options, ranking.about_the_user(query))]
     if reranker is not None:
         hits = reranker.rerank(query, hits[: max(options.top_k * 4, 20)])
     hits = _first_scored(stores, vector, _cap_per_file(hits, options.per_file), options.top_k)
@@ -245,28 +245,25 @@ def search(stores: dict[str, Store], query: str, vector: np.ndarray, options: Se
                         reindex={name: store.reindex for name, store in stores.items() if store.reindex})
 
 
-def _dense(stores: dict[str, Store], vector: np.ndarray, options: SearchOptions, candidates: dict) -> list[str]:
-    """Nearest chunks by cosine similarity, all collections merged; ids best first."""
-    found = [hit for store in stores.values() for hit in store.dense(vector, options.depth, options.filters)]
-    found.sort(key=lambda hit: hit.score, reverse=True)
-    for rank, hit in enumerate(found, start=1):
-        hit.explain.update(dense_rank=rank, cosine=round(hit.score, 4))
-        candidates[hit.id] = hit
-    return [hit.id for hit in found]
+def _dense(stores: dict[str, Store], vector: np.ndarray, options: SearchOptions, candidates: dict) -> None:
+    """Each collection's nearest chunks by cosine similarity, ranked within their collection."""
+    for store in stores.values():
+        for rank, hit in enumerate(store.dense(vector, options.depth, options.filters, options.per_file_candidates), start=1):
+            hit.explain.update(dense_rank=rank, cosine=round(hit.score, 4))
+            candidates[hit.id] = hit
 
 
-def _lexical(stores: dict[str, Store], query: str, options: SearchOptions, candidates: dict) -> list[str]:
-    """Best chunks by BM25 over the same collections and filters; ids best first."""
+def _lexical(stores: dict[str, Store], query: str, options: SearchOptions, candidates: dict) -> None:
+    """Each collection's best chunks by BM25 over the same filters, ranked within their collection (BM25 scores of two
+    collections are not comparable: their term statistics differ)."""
     match = lexical.match_expression(query)
     if match is None:
-        return []
-    rows = [(chunk_id, name, bm25) for name, store in stores.items()
-            for chunk_id, bm25 in store.keyword(match, options.depth, options.filters)]
-    rows.sort(key=lambda row: row[2], reverse=True)
-    for rank, (chunk_id, name, bm25) in enumerate(rows[: options.depth], start=1):
-        hit = candidates.setdefault(chunk_id, Hit(chunk_id, name, 0.0, "", {}))
-        hit.explain.update(lexical_rank=rank, bm25=round(bm25, 4))
-    return [row[0] for row in rows[: options.depth]]
+        return
+    for name, store in stores.items():
+        found = store.keyword(match, options.depth, options.filters, options.per_file_candidates)
+        for rank, (chunk_id, bm25) in enumerate(found, start=1):
+            hit = candidates.setdefault(chunk_id, Hit(chunk_id, name, 0.0, "", {}))
+            hit.explain.update(lexical_rank=rank, bm25=round(bm25, 4))
 
 
 def _fill_text(stores: dict[str, Store], candidates: dict) -> None:
@@ -299,74 +296,6 @@ def _first_scored(stores: dict[str, Store], vector: np.ndarray, hits: list[Hit],
         start += len(batch)
         kept += _scored(stores, vector, batch)
     return kept
-
-
-def _rank(candidates: dict, dense_order: list[str], lexical_order: list[str], options: SearchOptions) -> list[str]:
-    """Candidate ids in the mode's order, with recency applied to personal chunks; in hybrid mode, page by page."""
-    now = time.time()
-    keys: dict[str, float] = {}
-    for chunk_id, hit in candidates.items():
-        if options.mode == "dense":
-            key = hit.score
-        elif options.mode == "lexical":
-            key = hit.explain.get("bm25", 0.0)
-        else:
-            key = 0.0
-            if "dense_rank" in hit.explain:
-                key += options.dense_weight / (options.rrf_k + hit.explain["dense_rank"])
-            if "lexical_rank" in hit.explain:
-                key += options.lexical_weight / (options.rrf_k + hit.explain["lexical_rank"])
-            hit.explain["rrf"] = round(key, 6)
-        if options.recency_half_life_days and hit.collection == "personal" and hit.metadata.get("date_ts") is not None:
-            age_days = max(0.0, (now - float(hit.metadata["date_ts"])) / SECONDS_PER_DAY)
-            factor = 0.5 + 0.5 * math.pow(0.5, age_days / options.recency_half_life_days)
-            hit.explain["recency"] = round(factor, 4)
-            key *= factor
-        keys[chunk_id] = key
-    order = dense_order if options.mode == "dense" else lexical_order if options.mode == "lexical" else list(candidates)
-    ranked = sorted((chunk_id for chunk_id in order if chunk_id in candidates), key=lambda chunk_id: keys[chunk_id], reverse=True)
-    return _by_page(ranked, candidates, keys, options) if options.mode == "hybrid" else ranked
-
-
-def _by_page(ranked: list[str], candidates: dict, keys: dict[str, float], options: SearchOptions) -> list[str]:
-    """Chunk ids (best first) regrouped page by page: pages by the damped sum of their sections' best keys, counting a
-    section after the best only if it is close enough in meaning (options.section_floor).
-
-    A section is a heading path of a file; a record of a JSON file is a unit of its own.
-    Ties keep the order of each page's best chunk.
-    """
-    pages: dict[tuple, list[str]] = {}
-    for chunk_id in ranked:
-        hit = candidates[chunk_id]
-        record = hit.metadata.get("kind") in RECORD_KINDS
-        pages.setdefault((*hit.page, hit.metadata.get("heading") if record else None), []).append(chunk_id)
-    cosines = [hit.explain["cosine"] for hit in candidates.values() if "cosine" in hit.explain]
-    floor = options.section_floor * max(cosines) if cosines else None
-    scored = []
-    for first, ids in enumerate(pages.values()):
-        sections = _page_sections(ids, candidates, keys, floor)
-        score = sum(key * options.page_decay**i for i, key in enumerate(sections))
-        for chunk_id in ids:
-            candidates[chunk_id].explain.update(page_score=round(score, 6), page_sections=len(sections), page_chunks=len(ids))
-        scored.append((-score, first, ids))
-    scored.sort()
-    return [chunk_id for _, _, ids in scored for chunk_id in ids]
-
-
-def _page_sections(ids: list[str], candidates: dict, keys: dict[str, float], floor: float | None) -> list[float]:
-    """The best key of each section of one page (`ids` best first), highest first: the first always, the others only if
-    their best cosine reaches `floor` (a section no dense candidate is in keeps counting: its cosine is not known)."""
-    best: dict[str, float] = {}
-    closest: dict[str, float] = {}
-    for chunk_id in ids:  # best first: the first chunk seen of a section is its best
-        hit = candidates[chunk_id]
-        heading = hit.metadata.get("heading", "")
-        best.setdefault(heading, keys[chunk_id])
-        if "cosine" in hit.explain:
-            closest[heading] = max(closest.get(heading, -1.0), hit.explain["cosine"])
-    ordered = sorted(best, key=best.get, reverse=True)
-    return [best[heading] for n, heading in enumerate(ordered)
-            if n == 0 or floor is None or heading not in closest or closest[heading] >= floor]
 
 
 def _cap_per_file(hits: list[Hit], per_file: int) -> list[Hit]:

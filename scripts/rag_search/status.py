@@ -1,6 +1,7 @@
 """What is indexed and how fresh it is (status.py, the MCP status tool): data, never a verdict.
 
-Per collection: documents, chunks, the published generation, its age and size.
+Per collection: documents, chunks, the published generation, its age and size,
+and the files holding more than a quarter of its chunks (a transcript, a log).
 Per personal root: the last attempt, its error, the last success, the files its
 runs skipped and why, and the files that changed on disk since (by size and
 mtime, as an index run sees them; a file skipped as it is now is no change). Per
@@ -24,6 +25,8 @@ from .store import COLLECTIONS, Store
 from .timer import timer_state
 
 EXAMPLES = 5  # changed files named per root
+LARGE_SHARE = 0.25  # a file holding more than this share of a collection's chunks is named: it may crowd searches
+LARGE_MIN_CHUNKS = 50  # and more chunks than this (in a small index every file holds a large share)
 
 
 def collect(settings: Settings, stores: dict[str, Store], with_timer: bool = True) -> dict:
@@ -44,7 +47,12 @@ def _collection(store: Store) -> dict:
     generation = store.generation()
     published = generation.get("published")
     age = round(time.time() - dates.parse_bound(published)) if published else None
-    return {"built": True, "documents": store.document_count(), "chunks": store.chunk_count(), **generation, "age_seconds": age}
+    chunks = store.chunk_count()
+    threshold = max(int(chunks * LARGE_SHARE), LARGE_MIN_CHUNKS)
+    large = sorted(store.documents(min_chunks=threshold).values(), key=lambda doc: -doc.chunk_count)
+    return {"built": True, "documents": store.document_count(), "chunks": chunks, **generation, "age_seconds": age,
+            "large_files": [{"file": doc.file, "chunks": doc.chunk_count, "share": round(doc.chunk_count / chunks, 2)}
+                            for doc in large]}
 
 
 def _roots(settings: Settings, store: Store | None) -> list[dict]:

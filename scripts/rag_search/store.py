@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from . import generations
-from .catalog import SCHEMA_VERSION, Catalog
+from .catalog import POOL, SCHEMA_VERSION, Catalog, capped
 from .chunking import chunking_settings
 from .config import Settings
 from .datadir import COLLECTIONS
@@ -169,8 +169,8 @@ class Store:
             return f"{described}; it answers until rebuilt (reindex: {INDEX_COMMANDS[self.name]})"
         raise FingerprintMismatch(described, hint=f"reindex: {INDEX_COMMANDS[self.name]} --full")
 
-    def documents(self, source_id: str | None = None, key_prefix: str | None = None) -> dict[str, DocumentRecord]:
-        return self._catalog.documents(source_id, key_prefix)
+    def documents(self, source_id: str | None = None, key_prefix: str | None = None, min_chunks: int = 0) -> dict[str, DocumentRecord]:
+        return self._catalog.documents(source_id, key_prefix, min_chunks)
 
     def source_ids(self) -> set[str]:
         return self._catalog.source_ids()
@@ -222,10 +222,15 @@ class Store:
 
     # --- searching ----------------------------------------------------------
 
-    def dense(self, vector: np.ndarray, depth: int, filters: Filters) -> list[Hit]:
-        """The `depth` nearest chunks by cosine similarity, nearest first."""
+    def dense(self, vector: np.ndarray, depth: int, filters: Filters, per_document: int = 0) -> list[Hit]:
+        """The `depth` nearest chunks by cosine similarity, nearest first, at most `per_document` of one document
+        (0: no limit)."""
         with self._reading():
-            found = self._vectors.index.query(vector, depth, filters)
+            found = self._vectors.index.query(vector, depth * POOL if per_document else depth, filters)
+            if per_document:
+                documents = self._catalog.document_keys([chunk_id for chunk_id, _ in found])
+                found = capped([(chunk_id, cosine, documents.get(chunk_id, "")) for chunk_id, cosine in found],
+                               per_document)[:depth]
             stored = self._catalog.stored_chunks([chunk_id for chunk_id, _ in found])
         return [Hit(chunk_id, self.name, _clip(cosine), chunk.text, chunk.metadata, document=chunk.document)
                 for chunk_id, cosine in found if (chunk := stored.get(chunk_id)) is not None]
@@ -235,10 +240,10 @@ class Store:
         with self._reading():
             return self._catalog.matching(filters, limit)
 
-    def keyword(self, match: str, depth: int, filters: Filters) -> list[tuple[str, float]]:
-        """(chunk id, BM25 score) of the best keyword matches, best first."""
+    def keyword(self, match: str, depth: int, filters: Filters, per_document: int = 0) -> list[tuple[str, float]]:
+        """(chunk id, BM25 score) of the best keyword matches, best first, at most `per_document` of one document."""
         with self._reading():
-            return self._catalog.keyword_search(match, depth, filters)
+            return self._catalog.keyword_search(match, depth, filters, per_document)
 
     def fill_text(self, hits: list[Hit]) -> list[Hit]:
         """Text and metadata for hits found by keyword only; hits the catalog lacks are dropped."""

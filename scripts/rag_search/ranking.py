@@ -1,0 +1,154 @@
+"""From evidence to an order: fusion, collection scale, recency and page evidence.
+
+retrieval.py gathers the candidates, each a Hit whose `explain` holds its
+evidence: its rank in its own collection's dense list (with the cosine) and in
+its own collection's keyword list (with the BM25 score). This module turns that
+evidence into an order, and writes into `explain` what it used, for --explain.
+
+- Fusion: reciprocal rank fusion of the two ranks, each taken within the chunk's
+  own collection, so neither collection wins by its size or by its term statistics;
+  plus a lead for each collection's best match in a list, as far as its score
+  stands above the runner-up's (ranks hide that an identifier matched exactly).
+- Collection scale: cosines are comparable across collections (one model), so a
+  collection whose best candidate is clearly further from the question than
+  another's weighs less: weight = exp((its best cosine - the best) / temperature).
+  The personal collection gets a head start on that cosine (the user's own
+  context first), and more for a question about it ("we", "our", "decided").
+- Recency (--recency-half-life) raises recent personal chunks; an older record
+  keeps its evidence and never falls below what it beats on evidence.
+- Page evidence: a page scores as its best section plus a bounded bonus from a
+  few supporting sections that are themselves strong in both signals, so a long
+  page with many weak sections does not outrank the one record that answers.
+"""
+
+import math
+import re
+import time
+
+from .records import Hit
+
+RECORD_KINDS = ("json", "jsonl")  # a file of records: each record stands alone, it is not a section of a page
+SECONDS_PER_DAY = 86400.0
+PERSONAL = "personal"
+# Words that make a question about the user's own context, not about a product's documentation ("I" and "my" are
+# left out: documentation FAQs ask "how do I…", "why is my certificate…").
+_ABOUT_THE_USER = re.compile(
+    r"\b(?:we|we've|we'd|we're|our|ours|us|decided|decision|decisions|preference|preferences|prefer|lesson|lessons|learned|"
+    r"loop|loops|todo|todos|remember|remind|memory|memories|yesterday|last (?:week|month|time|sprint))\b",
+    re.IGNORECASE)
+
+
+def about_the_user(query: str) -> bool:
+    """Whether the question speaks of the user's own context (decisions, lessons, "we", "last week")."""
+    return bool(_ABOUT_THE_USER.search(query))
+
+
+def rank(candidates: dict[str, Hit], options, about_user: bool = False) -> list[str]:
+    """Candidate ids best first, as the mode says (`options`: retrieval.SearchOptions); in hybrid mode page by page."""
+    if options.mode == "dense":
+        return sorted(candidates, key=lambda chunk_id: candidates[chunk_id].score, reverse=True)
+    if options.mode == "lexical":  # collections interleave by their own keyword ranks; BM25 breaks ties within one
+        return sorted(candidates, key=lambda chunk_id: (candidates[chunk_id].explain.get("lexical_rank", math.inf),
+                                                        -candidates[chunk_id].explain.get("bm25", 0.0)))
+    weights = collection_weights(candidates, options, about_user)
+    lead = leads(candidates, options)
+    keys = {chunk_id: _fused(hit, options, weights, lead.get(chunk_id, 0.0)) for chunk_id, hit in candidates.items()}
+    ranked = sorted(candidates, key=lambda chunk_id: keys[chunk_id], reverse=True)
+    return by_page(ranked, candidates, keys, options)
+
+
+def collection_weights(candidates: dict[str, Hit], options, about_user: bool) -> dict[str, float]:
+    """{collection: weight} from each collection's best cosine among the candidates; {} (no weighting) when only one
+    collection has dense candidates."""
+    best: dict[str, float] = {}
+    for hit in candidates.values():
+        if "cosine" in hit.explain:
+            best[hit.collection] = max(best.get(hit.collection, -1.0), hit.explain["cosine"])
+    if len(best) < 2:
+        return {}
+    if PERSONAL in best:
+        best[PERSONAL] += options.personal_head_start + (options.about_user_head_start if about_user else 0.0)
+    top = max(best.values())
+    return {name: math.exp((cosine - top) / options.collection_temperature) for name, cosine in best.items()}
+
+
+def leads(candidates: dict[str, Hit], options) -> dict[str, float]:
+    """{chunk id: lead} for each collection's best match in each list, in proportion to how far its score (BM25, cosine)
+    stands above the runner-up's: an exact identifier scores far above every other keyword match, a paraphrase can be
+    far closer in meaning than the rest, and ranks alone hide both gaps."""
+    found: dict[str, float] = {}
+    for signal in ("bm25", "cosine"):
+        by_collection: dict[str, list[Hit]] = {}
+        for hit in candidates.values():
+            if signal in hit.explain and (signal == "bm25" or "dense_rank" in hit.explain):
+                by_collection.setdefault(hit.collection, []).append(hit)
+        for hits in by_collection.values():
+            if len(hits) < 2:
+                continue  # nothing to stand above
+            first, second = sorted(hits, key=lambda hit: hit.explain[signal], reverse=True)[:2]
+            if first.explain[signal] > 0:
+                margin = 1.0 - max(second.explain[signal], 0.0) / first.explain[signal]
+                found[first.id] = found.get(first.id, 0.0) + options.lead * margin
+    return found
+
+
+def _fused(hit: Hit, options, weights: dict[str, float], lead: float) -> float:
+    """The chunk's fused key: RRF of its ranks in its collection, plus any lead, times its collection's weight and any
+    recency boost."""
+    key = 0.0
+    if "dense_rank" in hit.explain:
+        key += options.dense_weight / (options.rrf_k + hit.explain["dense_rank"])
+    if "lexical_rank" in hit.explain:
+        key += options.lexical_weight / (options.rrf_k + hit.explain["lexical_rank"])
+    hit.explain["rrf"] = round(key, 6)
+    if lead:
+        hit.explain["lead"] = round(lead, 6)
+        key += lead
+    if hit.collection in weights:
+        hit.explain["collection_weight"] = round(weights[hit.collection], 4)
+        key *= weights[hit.collection]
+    if options.recency_half_life_days and hit.collection == PERSONAL and hit.metadata.get("date_ts") is not None:
+        age_days = max(0.0, (time.time() - float(hit.metadata["date_ts"])) / SECONDS_PER_DAY)
+        boost = 1.0 + 0.5 * math.pow(0.5, age_days / options.recency_half_life_days)
+        hit.explain["recency"] = round(boost, 4)
+        key *= boost
+    return key
+
+
+def by_page(ranked: list[str], candidates: dict[str, Hit], keys: dict[str, float], options) -> list[str]:
+    """Chunk ids (best first) regrouped page by page: a page scores as its best section's key plus page_bonus times
+    the keys of up to page_support other sections that are strong in both signals (found by both retrievers, and
+    close in meaning: cosine at least section_floor of the question's best). Ties keep the order of each page's best
+    chunk. A section is a heading path of a file; a record of a JSON file is a page of its own."""
+    pages: dict[tuple, list[str]] = {}
+    for chunk_id in ranked:
+        hit = candidates[chunk_id]
+        record = hit.metadata.get("kind") in RECORD_KINDS
+        pages.setdefault((*hit.page, hit.metadata.get("heading") if record else None), []).append(chunk_id)
+    cosines = [hit.explain["cosine"] for hit in candidates.values() if "cosine" in hit.explain]
+    floor = options.section_floor * max(cosines) if cosines else math.inf
+    scored = []
+    for first, ids in enumerate(pages.values()):
+        best, support = _page_sections(ids, candidates, keys, floor)
+        bonus = options.page_bonus * sum(support[: options.page_support])
+        for chunk_id in ids:
+            candidates[chunk_id].explain.update(page_score=round(best + bonus, 6), page_bonus=round(bonus, 6),
+                                                page_chunks=len(ids))
+        scored.append((-(best + bonus), first, ids))
+    scored.sort()
+    return [chunk_id for _, _, ids in scored for chunk_id in ids]
+
+
+def _page_sections(ids: list[str], candidates: dict[str, Hit], keys: dict[str, float], floor: float) -> tuple[float, list[float]]:
+    """The best key of one page (`ids` best first), and the best keys of its other sections that both retrievers found
+    and whose cosine reaches `floor`, highest first: a section whose closeness is unknown earns nothing."""
+    best: dict[str, float] = {}
+    strong: set[str] = set()
+    for chunk_id in ids:  # best first: the first chunk seen of a section is its best
+        hit = candidates[chunk_id]
+        heading = hit.metadata.get("heading", "")
+        best.setdefault(heading, keys[chunk_id])
+        if "lexical_rank" in hit.explain and hit.explain.get("cosine", -1.0) >= floor:
+            strong.add(heading)
+    ordered = sorted(best, key=best.get, reverse=True)
+    return best[ordered[0]], [best[heading] for heading in ordered[1:] if heading in strong]

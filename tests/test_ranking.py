@@ -1,0 +1,131 @@
+"""From evidence to an order (ranking.py): fusion, page evidence, collections on one scale, recency."""
+
+import time
+
+from conftest import hit
+from rag_search.ranking import about_the_user, rank
+from rag_search.retrieval import SearchOptions
+
+PLAIN = SearchOptions(lead=0.0)  # reciprocal rank fusion alone
+
+
+def test_reciprocal_rank_fusion_rewards_agreement():
+    candidates = {
+        "both": hit("both", dense=2, lexical_rank=2),
+        "dense-only": hit("dense-only", dense=1),
+        "lexical-only": hit("lexical-only", lexical_rank=1),
+    }
+    order = rank(candidates, PLAIN)
+    assert order[0] == "both"
+    assert candidates["both"].explain["rrf"] == round(2 / (PLAIN.rrf_k + 2), 6)
+    assert set(order[1:]) == {"dense-only", "lexical-only"}
+
+
+def test_fusion_weights_and_k():
+    candidates = {"d": hit("d", dense=1), "l": hit("l", lexical_rank=1)}
+    assert rank(candidates, SearchOptions(lead=0.0, dense_weight=2.0))[0] == "d"
+    assert rank(candidates, SearchOptions(lead=0.0, lexical_weight=2.0))[0] == "l"
+
+
+def test_single_modes_keep_their_own_order():
+    """Three orders that all differ, so a single mode that fell back to fusion is seen."""
+    candidates = {
+        "p": hit("p", score=0.9, dense=1, lexical_rank=2, bm25=6.0),
+        "q": hit("q", score=0.7, dense=2, lexical_rank=3, bm25=3.0),
+        "r": hit("r", score=0.5, dense=3, lexical_rank=1, bm25=9.0),
+    }
+    assert rank(candidates, PLAIN) == ["p", "r", "q"]  # 1/11+1/12, 1/13+1/11, 1/12+1/13
+    assert rank(candidates, SearchOptions(mode="dense")) == ["p", "q", "r"]
+    assert rank(candidates, SearchOptions(mode="lexical")) == ["r", "p", "q"]
+
+
+def test_a_keyword_match_that_stands_out_earns_a_lead():
+    """An exact identifier scores far above every other keyword match; ranks alone hide that gap (issue 25: keyword
+    search put the record first for more personal questions than hybrid did)."""
+    candidates = {
+        "near": hit("near", "near.md", score=0.5, dense=1, lexical_rank=2, bm25=5.0),
+        "exact": hit("exact", "exact.md", score=0.4, dense=3, lexical_rank=1, bm25=30.0),
+    }
+    assert rank(candidates, PLAIN)[0] == "near"
+    assert rank(candidates, SearchOptions())[0] == "exact"
+
+
+def test_a_chunk_first_in_both_rankings_beats_a_page_whose_best_chunk_is_weaker_in_both():
+    """Issue 25, finding 1: a page's evidence grew with its length, so a long page of fair sections beat the record
+    that is first in both lists."""
+    candidates = {"record": hit("record", "memory/m-7.json", score=0.63, dense=1, lexical_rank=1, heading="m-7", kind="json")}
+    for n in range(2, 9):  # the strongest page that is weaker in both: ranks 2, 3, 4... in both lists, all close in meaning
+        candidates[f"page-{n}"] = hit(f"page-{n}", "metrics.md", score=0.62 - n / 100, dense=n, lexical_rank=n,
+                                      heading=f"Metrics > Part {n}")
+    assert rank(candidates, SearchOptions())[0] == "record"
+
+
+def test_supporting_sections_count_only_when_strong_in_both_signals():
+    """Two pages with equal best sections: a second section found by both retrievers and close in meaning adds a
+    bounded bonus; one only the keyword search found, or one far in meaning, adds nothing."""
+    candidates = {
+        "weak-1": hit("weak-1", "weak.md", score=0.6, dense=2, lexical_rank=3, heading="Weak > A"),
+        "weak-2": hit("weak-2", "weak.md", lexical_rank=4, heading="Weak > B"),  # keyword only: closeness unknown
+        "weak-3": hit("weak-3", "weak.md", score=0.1, dense=5, lexical_rank=5, heading="Weak > C"),  # far in meaning
+        "strong-1": hit("strong-1", "strong.md", score=0.6, dense=3, lexical_rank=2, heading="Strong > A"),
+        "strong-2": hit("strong-2", "strong.md", score=0.55, dense=6, lexical_rank=6, heading="Strong > B"),
+    }
+    assert rank(candidates, PLAIN)[0] == "strong-1"
+    assert candidates["weak-1"].explain["page_bonus"] == 0
+    assert candidates["strong-1"].explain["page_bonus"] == round(PLAIN.page_bonus * 2 / (PLAIN.rrf_k + 6), 6)
+
+
+def test_a_section_split_into_chunks_counts_once_and_records_stand_alone():
+    long_section = {f"long-{i}": hit(f"long-{i}", "long.md", dense=i + 2, lexical_rank=i + 2, heading="Long > Part")
+                    for i in range(3)}
+    candidates = {"short": hit("short", "short.md", dense=1, heading="Short"), **long_section}
+    assert rank(candidates, SearchOptions())[0] == "long-0", "the long section's best chunk is found by both retrievers"
+    assert candidates["long-0"].explain["page_bonus"] == 0, "its other chunks are the same section"
+    records = {f"r{i}": hit(f"r{i}", "decisions.json", dense=i + 2, heading=f"decisions.json > [{i}]", kind="json") for i in range(3)}
+    candidates = {"note": hit("note", "note.md", dense=1, heading="Note"), **records}
+    assert rank(candidates, SearchOptions()) == ["note", "r0", "r1", "r2"], "records are not summed"
+
+
+def personal_and_docs(personal_cosine: float, docs_cosine: float) -> dict:
+    """One personal record first in both of its collection's lists, and a docs page first in both of its own, whose
+    BM25 score is far higher (a bigger collection, other term statistics)."""
+    return {
+        "mine": hit("mine", "decisions.json", "personal", score=personal_cosine, dense=1, lexical_rank=1, bm25=4.0,
+                    heading="decisions.json > [3]", kind="json"),
+        "doc": hit("doc", "rate-limit.md", "docs", score=docs_cosine, dense=1, lexical_rank=1, bm25=21.0, heading="Rate limit"),
+        "doc-2": hit("doc-2", "metrics.md", "docs", score=docs_cosine - 0.01, dense=2, lexical_rank=2, heading="Metrics"),
+    }
+
+
+def test_collections_are_compared_on_one_scale_not_by_size_or_term_statistics():
+    """Issue 25, finding 3: the collection whose best candidate is clearly closer in meaning comes first, either way."""
+    candidates = personal_and_docs(personal_cosine=0.63, docs_cosine=0.40)
+    assert rank(candidates, SearchOptions())[0] == "mine"
+    assert candidates["doc"].explain["collection_weight"] < candidates["mine"].explain["collection_weight"] == 1
+    assert rank(personal_and_docs(personal_cosine=0.35, docs_cosine=0.70), SearchOptions())[0] == "doc"
+
+
+def test_a_question_about_the_user_gives_the_personal_collection_a_head_start():
+    options = SearchOptions()
+    between = 0.50 + options.personal_head_start + options.about_user_head_start / 2  # docs closer than the head start
+    assert rank(personal_and_docs(0.50, between), options, about_user=False)[0] == "doc"
+    assert rank(personal_and_docs(0.50, between), options, about_user=True)[0] == "mine"
+    assert about_the_user("What did we decide about caching the API responses?")
+    assert about_the_user("the lesson from last week's CI outage")
+    assert not about_the_user("How do I configure the rate limit middleware?")
+
+
+def test_recency_raises_recent_personal_chunks_and_never_lowers_older_ones():
+    """Issue 25, finding 2: recency only ever lowered personal scores, so older records fell behind documentation."""
+    now = time.time()
+    candidates = {
+        "old": hit("old", "old.md", "personal", score=0.6, dense=1, date_ts=now - 400 * 86400),
+        "new": hit("new", "new.md", "personal", score=0.59, dense=2, date_ts=now - 1 * 86400),
+        "doc": hit("doc", "doc.md", "docs", score=0.6, dense=1, date_ts=now - 900 * 86400),
+    }
+    options = SearchOptions(recency_half_life_days=30, personal_head_start=0.0)  # equal footing but for recency
+    order = rank(candidates, options)
+    assert order.index("new") < order.index("old")
+    assert "recency" not in candidates["doc"].explain and candidates["old"].explain["recency"] >= 1.0
+    assert order.index("old") < order.index("doc"), "equal evidence: the older record is not pushed below the page"
+    assert rank(candidates, SearchOptions(personal_head_start=0.0))[:2] == ["old", "doc"]
