@@ -27,7 +27,7 @@ import time
 
 from .records import Hit
 
-RECORD_KINDS = ("json", "jsonl")  # a file of records: each record stands alone, it is not a section of a page
+RECORD_FILES = ("json", "jsonl")  # a file of records: each record stands alone, it is not a section of a page
 SECONDS_PER_DAY = 86400.0
 PERSONAL = "personal"
 # Words that make a question about the user's own context, not about a product's documentation ("I" and "my" are
@@ -123,7 +123,7 @@ def by_page(ranked: list[str], candidates: dict[str, Hit], keys: dict[str, float
     pages: dict[tuple, list[str]] = {}
     for chunk_id in ranked:
         hit = candidates[chunk_id]
-        record = hit.metadata.get("kind") in RECORD_KINDS
+        record = hit.metadata.get("kind") in RECORD_FILES
         pages.setdefault((*hit.page, hit.metadata.get("heading") if record else None), []).append(chunk_id)
     cosines = [hit.explain["cosine"] for hit in candidates.values() if "cosine" in hit.explain]
     floor = options.section_floor * max(cosines) if cosines else math.inf
