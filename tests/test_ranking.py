@@ -112,7 +112,27 @@ def test_a_question_about_the_user_gives_the_personal_collection_a_head_start():
     assert rank(personal_and_docs(0.50, between), options, about_user=True)[0] == "mine"
     assert about_the_user("What did we decide about caching the API responses?")
     assert about_the_user("the lesson from last week's CI outage")
+    assert about_the_user("what did I learn about the retry middleware?")
     assert not about_the_user("How do I configure the rate limit middleware?")
+
+
+def test_the_users_record_both_retrievers_put_first_is_shown_on_the_second_page_at_the_latest():
+    """Issue 25: for a bare identifier (HELM_MAX_HISTORY) the docs pages that explain it are far closer in meaning than
+    the memory entry that records the user's own use of it; that entry still comes second, not below the docs."""
+    candidates = personal_and_docs(personal_cosine=0.54, docs_cosine=0.72)
+    candidates["doc-3"] = hit("doc-3", "history.md", "docs", score=0.70, dense=3, lexical_rank=3, heading="History")
+    ranked = rank(candidates, SearchOptions())
+    assert ranked == ["doc", "mine", "doc-2", "doc-3"]
+    assert candidates["mine"].explain["quota"] == 2
+    assert rank(candidates, SearchOptions(personal_quota=0))[1:] == ["doc-2", "doc-3", "mine"]
+
+
+def test_the_quota_is_for_a_record_first_in_both_lists_only():
+    candidates = personal_and_docs(personal_cosine=0.54, docs_cosine=0.72)
+    candidates["mine"].explain["lexical_rank"] = 2
+    candidates["mine-2"] = hit("mine-2", "notes.md", "personal", score=0.30, dense=2, lexical_rank=1, heading="Notes")
+    assert rank(candidates, SearchOptions())[:2] == ["doc", "doc-2"]
+    assert not any("quota" in found.explain for found in candidates.values())
 
 
 def test_recency_raises_recent_personal_chunks_and_never_lowers_older_ones():

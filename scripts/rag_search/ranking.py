@@ -19,6 +19,9 @@ evidence into an order, and writes into `explain` what it used, for --explain.
 - Page evidence: a page scores as its best section plus a bounded bonus from a
   few supporting sections that are themselves strong in both signals, so a long
   page with many weak sections does not outrank the one record that answers.
+- Personal quota: the user's record that both retrievers put first in the personal
+  collection is shown no lower than the second page, even when documentation
+  pages are closer in meaning (a bare identifier the docs also explain).
 """
 
 import math
@@ -34,7 +37,7 @@ PERSONAL = "personal"
 # left out: documentation FAQs ask "how do I…", "why is my certificate…").
 _ABOUT_THE_USER = re.compile(
     r"\b(?:we|we've|we'd|we're|our|ours|us|decided|decision|decisions|preference|preferences|prefer|lesson|lessons|learned|"
-    r"loop|loops|todo|todos|remember|remind|memory|memories|yesterday|last (?:week|month|time|sprint))\b",
+    r"learn|learnt|loop|loops|todo|todos|remember|remind|memory|memories|yesterday|last (?:week|month|time|sprint))\b",
     re.IGNORECASE)
 
 
@@ -54,7 +57,10 @@ def rank(candidates: dict[str, Hit], options, about_user: bool = False) -> list[
     lead = leads(candidates, options)
     keys = {chunk_id: _fused(hit, options, weights, lead.get(chunk_id, 0.0)) for chunk_id, hit in candidates.items()}
     ranked = sorted(candidates, key=lambda chunk_id: keys[chunk_id], reverse=True)
-    return by_page(ranked, candidates, keys, options)
+    pages = by_page(ranked, candidates, keys, options)
+    if weights and options.personal_quota:
+        pages = with_personal_quota(pages, candidates, options.personal_quota)
+    return [chunk_id for ids in pages for chunk_id in ids]
 
 
 def collection_weights(candidates: dict[str, Hit], options, about_user: bool) -> dict[str, float]:
@@ -115,9 +121,9 @@ def _fused(hit: Hit, options, weights: dict[str, float], lead: float) -> float:
     return key
 
 
-def by_page(ranked: list[str], candidates: dict[str, Hit], keys: dict[str, float], options) -> list[str]:
-    """Chunk ids (best first) regrouped page by page: a page scores as its best section's key plus page_bonus times
-    the keys of up to page_support other sections that are strong in both signals (found by both retrievers, and
+def by_page(ranked: list[str], candidates: dict[str, Hit], keys: dict[str, float], options) -> list[list[str]]:
+    """Chunk ids (best first) grouped page by page, best page first: a page scores as its best section's key plus
+    page_bonus times the keys of up to page_support other sections that are strong in both signals (found by both retrievers, and
     close in meaning: cosine at least section_floor of the question's best). Ties keep the order of each page's best
     chunk. A section is a heading path of a file; a record of a JSON file is a page of its own."""
     pages: dict[tuple, list[str]] = {}
@@ -136,7 +142,20 @@ def by_page(ranked: list[str], candidates: dict[str, Hit], keys: dict[str, float
                                                 page_chunks=len(ids))
         scored.append((-(best + bonus), first, ids))
     scored.sort()
-    return [chunk_id for _, _, ids in scored for chunk_id in ids]
+    return [ids for _, _, ids in scored]
+
+
+def with_personal_quota(pages: list[list[str]], candidates: dict[str, Hit], quota: int) -> list[list[str]]:
+    """`pages` in order, except that the personal page first in both of its collection's lists (the user's own record
+    that both retrievers agree on) comes no lower than page `quota`, whatever the documentation's evidence."""
+    for position, ids in enumerate(pages):
+        hit = candidates[ids[0]]
+        if hit.collection == PERSONAL:
+            if hit.explain.get("dense_rank") == 1 and hit.explain.get("lexical_rank") == 1 and position >= quota:
+                hit.explain["quota"] = quota
+                return pages[: quota - 1] + [ids] + pages[quota - 1 : position] + pages[position + 1 :]
+            break
+    return pages
 
 
 def _page_sections(ids: list[str], candidates: dict[str, Hit], keys: dict[str, float], floor: float) -> tuple[float, list[float]]:
