@@ -113,6 +113,33 @@ def in_process_query_ms(data: Path, index: str, queries: list[str], rounds: int 
     return {"p50": round(statistics.median(latencies), 1), "p95": round(latencies[int(0.95 * (len(latencies) - 1))], 1)}
 
 
+# in_process_query_ms in a fresh process, with the rag_search package of the scripts folder named first (imported
+# before bench_speed, which would otherwise import this checkout's).
+IN_PROCESS = """import json, sys
+sys.path.insert(0, sys.argv[1])
+import rag_search.config, rag_search.retrieval, rag_search.store
+assert rag_search.__file__.startswith(sys.argv[1]), rag_search.__file__
+sys.path.insert(0, sys.argv[2])
+from bench_speed import QUERIES, in_process_query_ms
+print(json.dumps(in_process_query_ms(sys.argv[3], "personal", QUERIES)))
+"""
+
+
+def in_process_pair(data: Path, env: dict, baseline: Path, turns: int = 3) -> dict:
+    """In-process p50 of this version and of `baseline` on the same index, `turns` fresh processes each, taking turns;
+    the medians and their ratio. The baseline reads an index this version built (it may note that it would reindex)."""
+    p50s: dict[str, list[float]] = {"this": [], "baseline": []}
+    for _ in range(turns):
+        for name, scripts in (("this", SCRIPTS), ("baseline", baseline / "scripts")):
+            command = [sys.executable, "-c", IN_PROCESS, str(scripts), str(PROJECT / "bench"), str(data)]
+            done = subprocess.run(command, env=env, capture_output=True, text=True)
+            if done.returncode != 0:
+                sys.exit(f"in-process search of {scripts} failed:\n{done.stderr[-2000:]}")
+            p50s[name].append(json.loads(done.stdout.splitlines()[-1])["p50"])
+    this, then = statistics.median(p50s["this"]), statistics.median(p50s["baseline"])
+    return {"p50_ms": this, "baseline_p50_ms": then, "ratio": round(this / then, 2), "turns": turns}
+
+
 async def mcp_calls(data: Path, env: dict, rounds: int) -> dict:
     """p50/p95 of `search` calls through the SDK's client over stdio (after one warming round), and the server's RSS."""
     from mcp import Client
@@ -166,7 +193,7 @@ def main() -> int:
     parser.add_argument("--json", type=Path, help="also write the results to this file")
     parser.add_argument("--baseline", type=Path, metavar="DIR",
                         help="another version's checkout (e.g. `git archive main scripts | tar -x -C DIR`): its cold search.py "
-                             "is measured in turn with this one's")
+                             "and its in-process search are measured in turn with this one's")
     args = parser.parse_args()
 
     temp = None
@@ -209,6 +236,8 @@ def main() -> int:
         report["speedup_p50"] = round(report["cold_naive"]["p50_s"] / report["cold_search"]["p50_s"], 1)
 
         report["in_process_query_ms"] = in_process_query_ms(data, "personal", QUERIES)
+        if args.baseline:
+            report["in_process_vs_baseline"] = in_process_pair(data, env, args.baseline)
         report["mcp"] = asyncio.run(mcp_calls(data, env, rounds=max(5, args.runs)))
     finally:
         if temp:
@@ -230,6 +259,10 @@ def main() -> int:
     print(f"search.py is {report['speedup_p50']}x faster at p50")
     print(f"in-process query (embedding + hybrid retrieval): p50 {report['in_process_query_ms']['p50']} ms, "
           f"p95 {report['in_process_query_ms']['p95']} ms")
+    if "in_process_vs_baseline" in report:
+        pair = report["in_process_vs_baseline"]
+        print(f"in-process p50, {pair['turns']} fresh processes each taking turns: {pair['p50_ms']} ms against the baseline's "
+              f"{pair['baseline_p50_ms']} ms (x{pair['ratio']})")
     mcp = report["mcp"]
     print(f"MCP server, per search call through the client: p50 {mcp['p50_ms']} ms, p95 {mcp['p95_ms']} ms "
           f"({mcp['calls']} calls); server RSS {mcp['rss_mb']} MB, peak {mcp['peak_rss_mb']} MB")
