@@ -66,7 +66,7 @@ class SearchOptions:
     personal_head_start: float = 0.03
     about_user_head_start: float = 0.1
     # With both collections searched, the personal page first in both of its collection's lists is shown no lower than
-    # this page (0 = no quota): measured on bench/eval_mixed.py against interleaving and a larger head start.
+    # this page (0 = no quota); bench/eval_mixed.py measures it (README, issue 25).
     personal_quota: int = 2
 
     @property
