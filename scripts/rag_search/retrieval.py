@@ -51,7 +51,7 @@ class SearchOptions:
     lexical_weight: float = 1.0
     # Each collection's best match in each list earns up to this much more, as far as its score stands above the
     # runner-up's (ranking.leads).
-    lead: float = 0.06
+    lead: float = 0.1
     # At most this many candidates of one file from each retriever, so one long file (a transcript) cannot take them all.
     per_file_candidates: int = 5
     # Hybrid (ranking.py): a page scores as its best section plus page_bonus times the keys of up to page_support other
