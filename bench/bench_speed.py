@@ -125,13 +125,13 @@ print(json.dumps(in_process_query_ms(sys.argv[3], "personal", QUERIES)))
 """
 
 
-def in_process_pair(data: Path, env: dict, baseline: Path, turns: int = 3) -> dict:
-    """In-process p50 of this version and of `baseline` on the same index, `turns` fresh processes each, taking turns;
-    the medians and their ratio. The baseline reads an index this version built (it may note that it would reindex)."""
+def in_process_pair(data: Path, env: dict, baseline: Path, baseline_data: Path, turns: int = 3) -> dict:
+    """In-process p50 of this version on `data` and of `baseline` on its own index of the same corpus (an index of
+    another chunker version is refused), `turns` fresh processes each, taking turns; the medians and their ratio."""
     p50s: dict[str, list[float]] = {"this": [], "baseline": []}
     for _ in range(turns):
-        for name, scripts in (("this", SCRIPTS), ("baseline", baseline / "scripts")):
-            command = [sys.executable, "-c", IN_PROCESS, str(scripts), str(PROJECT / "bench"), str(data)]
+        for name, scripts, folder in (("this", SCRIPTS, data), ("baseline", baseline / "scripts", baseline_data)):
+            command = [sys.executable, "-c", IN_PROCESS, str(scripts), str(PROJECT / "bench"), str(folder)]
             done = subprocess.run(command, env=env, capture_output=True, text=True)
             if done.returncode != 0:
                 sys.exit(f"in-process search of {scripts} failed:\n{done.stderr[-2000:]}")
@@ -193,7 +193,7 @@ def main() -> int:
     parser.add_argument("--json", type=Path, help="also write the results to this file")
     parser.add_argument("--baseline", type=Path, metavar="DIR",
                         help="another version's checkout (e.g. `git archive main scripts | tar -x -C DIR`): its cold search.py "
-                             "and its in-process search are measured in turn with this one's")
+                             "and its in-process search, on its own index of the corpus, are measured in turn with this one's")
     args = parser.parse_args()
 
     temp = None
@@ -226,8 +226,11 @@ def main() -> int:
         chroma_folder = str(store.folder / "chroma")
         store.close()
         search = [python, str(SCRIPTS / "search.py"), QUERIES[0]]
+        baseline_data = work / "baseline-data"  # the baseline's own index of the same corpus, built or refreshed here
         if args.baseline:
-            baseline = [python, str(args.baseline / "scripts" / "search.py"), QUERIES[0]]
+            child_peak([python, str(args.baseline / "scripts" / "index_personal.py"), "--quiet", "--data-dir", str(baseline_data),
+                        str(corpus)], env)
+            baseline = [python, str(args.baseline / "scripts" / "search.py"), "--data-dir", str(baseline_data), QUERIES[0]]
             report["cold_search"], report["cold_search_baseline"] = timed_runs(search, env, args.runs, baseline)
         else:
             report["cold_search"] = timed_runs(search, env, args.runs)
@@ -237,7 +240,7 @@ def main() -> int:
 
         report["in_process_query_ms"] = in_process_query_ms(data, "personal", QUERIES)
         if args.baseline:
-            report["in_process_vs_baseline"] = in_process_pair(data, env, args.baseline)
+            report["in_process_vs_baseline"] = in_process_pair(data, env, args.baseline, baseline_data)
         report["mcp"] = asyncio.run(mcp_calls(data, env, rounds=max(5, args.runs)))
     finally:
         if temp:
