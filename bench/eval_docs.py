@@ -17,6 +17,14 @@ design on 380-word chunks); their rankings are kept under --work too.
 
 --variant NAME:field=value[,field=value] adds a hybrid system with other SearchOptions
 (retrieval.py), to compare settings in one run. --runs DIR writes score.py run files.
+
+With the graded labels (bench/docs_faq_grades.jsonl, bench/README.md) every system is also scored
+by what answers (bench/graded.py: answer Hit@1 and Hit@5, graded nDCG@10, Recall@10 pages, linked
+Hit@5, unjudged pages in the top 5), as means over questions and over corpora, with the corpora
+each system helps and hurts against the default. --loco adds product:loco: each corpus answered
+by the hybrid system (the default or a --variant) that scores best on the other 13.
+
+    .venv/bin/python bench/eval_docs.py --work /tmp/docs-eval --split all --loco --variant more-bonus:page_bonus=0.2
 The data is read where it lies (default ../shared/bench/docs-faq) and never copied.
 """
 
@@ -37,12 +45,14 @@ sys.path.insert(0, str(SCRIPTS))
 sys.path.insert(0, str(PROJECT / "bench"))
 
 import docs_baselines  # noqa: E402
+import graded  # noqa: E402
 from variants import parse_variant  # noqa: E402
 
 from rag_search.config import load_settings  # noqa: E402
 from rag_search.retrieval import MODES, Searcher, SearchOptions, search  # noqa: E402
 
 DEFAULT_DATA = PROJECT.parent / "shared" / "bench" / "docs-faq"
+DEFAULT_GRADES = PROJECT / "bench" / "docs_faq_grades.jsonl"
 K = 10
 METRICS = ("hit1", "hit5", "recall10", "mrr10")
 BASELINES = ("bm25s-files", "naive-chroma-380w")
@@ -158,6 +168,47 @@ def score(questions: list[dict], rankings: dict[str, dict]) -> list[dict]:
     return rows
 
 
+def graded_table(rows: list[dict]) -> str:
+    lines = ["| system | corpus | n | answerable | answer Hit@1 | answer Hit@5 | nDCG@10 | Recall@10 pages | linked Hit@5 | "
+             "unjudged in top 5 |", "|---|---|---|---|---|---|---|---|---|---|"]
+    for row in rows:
+        cells = [f"{row[name]:.3f}" if row[name] is not None else "–" for name in graded.GRADED[:-1]]
+        lines.append(f"| {row['system']} | {row['corpus']} | {row['n']} | {row['answerable']} | " + " | ".join(cells)
+                     + f" | {row['unjudged5']} |")
+    return "\n".join(lines)
+
+
+def graded_report(questions: list[dict], rankings: dict, grades: dict, chosen: dict | None) -> list[dict]:
+    """Print the graded tables (means over questions and over corpora, every corpus of the default, LOCO and the
+    baselines) and each system's corpora helped and hurt against the default; return the rows."""
+    rows = graded.graded_rows(questions, rankings, grades)
+    print("\ngraded labels (answer = a grade-2 page; means over answerable questions, nDCG over questions with a judged page):")
+    print(graded_table([row for row in rows if row["corpus"] in ("overall", "corpora")]))
+    shown = {"product:hybrid", "product:loco"} | {name for name in rankings if name.startswith("baseline:")}
+    print()
+    print(graded_table(sorted((row for row in rows if row["system"] in shown and row["corpus"] not in ("overall", "corpora")),
+                              key=lambda row: (row["corpus"], row["system"]))))
+    for system in rankings:
+        if system != "product:hybrid" and "product:hybrid" in rankings:
+            verdict = graded.against(rows, system, "product:hybrid")
+            print(f"{system} against product:hybrid (mean of answer Hit@1 and nDCG@10 per corpus): "
+                  f"{len(verdict['helped'])} helped, {len(verdict['hurt'])} hurt ({', '.join(verdict['hurt']) or 'none'}), "
+                  f"{len(verdict['level'])} level")
+    if chosen:
+        print("LOCO choices: " + ", ".join(f"{corpus} {name.removeprefix('product:')}" for corpus, name in chosen.items()))
+    return rows
+
+
+def write_unjudged(path: Path, questions: list[dict], rankings: dict, grades: dict) -> None:
+    """The pages any system puts in its first 5 that have no label, per question, in docs_faq_pool.py's form."""
+    with path.open("w", encoding="utf-8") as out:
+        for q in questions:
+            pages = {name for ranked in rankings.values() for name in list(dict.fromkeys(ranked.get(q["id"], [])))[:5]}
+            pages -= set(grades.get(q["id"], {}))
+            if pages:
+                out.write(json.dumps({"id": q["id"], "corpus": q["corpus"], "question": q["question"], "pages": sorted(pages)}) + "\n")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--work", type=Path, required=True, help="keeps the indexes and baseline rankings between runs")
@@ -169,7 +220,13 @@ def main() -> int:
     parser.add_argument("--no-baselines", action="store_true", help="skip the two baselines")
     parser.add_argument("--runs", type=Path, help="write score.py run files (one per system) into this folder")
     parser.add_argument("--json", type=Path, help="also write the results to this file")
+    parser.add_argument("--grades", type=Path, default=DEFAULT_GRADES, help="graded labels (bench/README.md); none: linked pages only")
+    parser.add_argument("--loco", action="store_true",
+                        help="add product:loco: per corpus, the hybrid system (default or a --variant) best on the other corpora")
+    parser.add_argument("--unjudged", type=Path, help="write the unjudged pages in each system's first 5 here (a pool to judge)")
     args = parser.parse_args()
+    if args.loco and not args.grades.is_file():
+        parser.error(f"--loco needs graded labels: {args.grades} is missing")
 
     questions = read_questions(args.data, args.split, set(args.corpora))
     systems = {f"product:{mode}": SearchOptions(top_k=K, per_file=1, mode=mode) for mode in args.modes}
@@ -197,6 +254,10 @@ def main() -> int:
         for system, found in ranked.items():
             rankings[system].update(found)
 
+    grades = graded.load_grades(args.grades) if args.grades.is_file() else None
+    if grades and args.loco:
+        candidates = [name for name in rankings if name.startswith("product:") and name not in ("product:dense", "product:lexical")]
+        rankings["product:loco"], chosen = graded.loco(questions, rankings, grades, candidates)
     rows = score(questions, rankings)
     overall = [row for row in rows if row["corpus"] == "overall"]
     print(f"docs-faq {args.split}: {len(questions)} questions, {sum(i['chunks'] for i in indexing.values())} chunks")
@@ -204,6 +265,10 @@ def main() -> int:
     print(margins(overall))
     print()
     print(table(rows))
+    if grades:
+        judged_rows = graded_report(questions, rankings, grades, chosen if args.loco else None)
+        if args.unjudged:
+            write_unjudged(args.unjudged, questions, rankings, grades)
     latencies.sort()
     print(f"\nretrieval latency (in-process, query embedding excluded): p50 {statistics.median(latencies):.1f} ms")
     if args.runs:
@@ -213,7 +278,8 @@ def main() -> int:
                 for q in questions:
                     handle.write(json.dumps({"id": q["id"], "system": system, "ranked_files": ranked[q["id"]]}) + "\n")
     if args.json:
-        args.json.write_text(json.dumps({"split": args.split, "indexing": indexing, "rows": rows, "rankings": rankings}, indent=1))
+        args.json.write_text(json.dumps({"split": args.split, "indexing": indexing, "rows": rows, "rankings": rankings,
+                                         "graded": judged_rows if grades else None}, indent=1))
     return 0
 
 
