@@ -19,6 +19,9 @@ metadata.url, or its "id" (a chunk).
 
 output (JSON on stdout, one line unless stdout is a terminal):
   a document: {"source", "file", "path" or "url", "indexed_at", "chunks", "from", "text"}
+    with --section: also "section" (the heading path read) and "outline" (the
+    document's heading paths), "from" is "index"; cut by --max-chars: also
+    "truncated": true, "total_chars" and "outline"
     "from": "file" (the file as indexed, secrets redacted as in the index),
     "saved page" (a web page's markdown as indexed), or "index" (the indexed
     chunks joined, when the file is gone or changed since it was indexed)
@@ -34,6 +37,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("reference", metavar="FILE_OR_ID", help="a result's file, path, URL or chunk id")
     parser.add_argument("--context", type=int, default=1, metavar="N", choices=range(0, 51),
                         help="with a chunk id: the N chunks before and after it too (0-50, default 1)")
+    parser.add_argument("--section", type=cli.non_empty, metavar="HEADING",
+                        help="of a document: only this section and its subsections (a heading, or a result's heading path)")
+    parser.add_argument("--max-chars", type=cli.number_in(1, 100_000_000), metavar="N",
+                        help="of a document: at most N characters (cut at a paragraph), with the page's outline")
     parser.add_argument("--format", choices=["json", "text"], default="json", help="json for agents (default), text for people")
     return parser
 
@@ -57,7 +64,8 @@ def get(args: argparse.Namespace) -> int:
         if not stores:
             raise nothing_built()
         try:
-            return read_back(stores, args.reference, args.context, settings.data_dir, settings.max_file_bytes)
+            return read_back(stores, args.reference, args.context, settings.data_dir, settings.max_file_bytes,
+                             section=args.section, max_chars=args.max_chars)
         finally:
             for store in stores.values():
                 store.close()
@@ -70,7 +78,9 @@ def get(args: argparse.Namespace) -> int:
 def to_text(found: dict) -> str:
     where = found.get("url") or found.get("path") or found["file"]
     if "text" in found:
-        return f"{where} ({found['from']})\n\n{found['text']}"
+        part = f" · {found['section']}" if "section" in found else ""
+        cut = f"\n\n[cut at {len(found['text'])} of {found['total_chars']} characters]" if found.get("truncated") else ""
+        return f"{where}{part} ({found['from']})\n\n{found['text']}{cut}"
     return "\n\n".join(f"--- {where} · {item['heading']} [{item['index'] + 1}/{found['chunks']}]\n{item['text']}"
                        for item in found["shown"])
 

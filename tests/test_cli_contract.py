@@ -189,6 +189,29 @@ def test_web_results_link_to_their_section_where_the_page_has_an_anchor(tmp_path
     assert top["metadata"]["url"] == site.url + "backups/" + anchor, top
 
 
+def test_get_reads_one_section_or_at_most_n_characters_with_the_pages_outline(example_index):
+    outline = ["k0s cluster maintenance", "k0s cluster maintenance > Draining a node before maintenance",
+               "k0s cluster maintenance > Upgrading k0s"]
+    section = run_script("get.py", "--data-dir", example_index, "notes/k0s-cluster.md", "--section", "upgrading K0S")
+    assert section.code == 0, section
+    assert section.json["section"] == outline[2] and section.json["outline"] == outline
+    assert "k0sctl apply" in section.json["text"] and "kubectl drain" not in section.json["text"]
+    whole_page = run_script("get.py", "--data-dir", example_index, "notes/k0s-cluster.md", "--section", "k0s cluster maintenance")
+    assert "kubectl drain" in whole_page.json["text"] and "k0sctl apply" in whole_page.json["text"], "a heading takes its subsections"
+
+    whole = run_script("get.py", "--data-dir", example_index, "notes/k0s-cluster.md").json
+    assert "outline" not in whole and "truncated" not in whole
+    cut = run_script("get.py", "--data-dir", example_index, "notes/k0s-cluster.md", "--max-chars", "200").json
+    assert cut["truncated"] is True and cut["total_chars"] == len(whole["text"]) and cut["outline"] == outline
+    assert len(cut["text"]) <= 200 and whole["text"].startswith(cut["text"])
+
+    missing = run_script("get.py", "--data-dir", example_index, "notes/k0s-cluster.md", "--section", "Backups")
+    assert missing.code == 2 and "Upgrading k0s" in missing.json["error"]["message"]
+    chunk_id = run_script("search.py", "--data-dir", example_index, "--top-k", "1", "k0sctl apply").json["results"][0]["id"]
+    with_id = run_script("get.py", "--data-dir", example_index, chunk_id, "--section", "Upgrading k0s")
+    assert with_id.code == 2 and "--section" in with_id.json["error"]["message"]
+
+
 def test_get_of_something_not_indexed_is_a_usage_error(example_index):
     result = run_script("get.py", "--data-dir", example_index, "notes/nowhere.md")
     assert result.code == 2 and "neither an indexed file nor a chunk id" in result.json["error"]["message"]

@@ -49,6 +49,9 @@ def test_a_session_lists_tools_searches_reads_and_follows_an_index_run(example_d
         assert not failed, document
         failed, chunk = await call(client, "get_document", reference=before["results"][0]["id"], context=1)
         assert not failed, chunk
+        failed, section = await call(client, "get_document", reference="notes/argocd-setup.md", section="notifications",
+                                     max_chars=60)
+        assert not failed, section
         failed, report = await call(client, "status")
         assert not failed, report
         # An index run publishes a new generation while the server keeps running.
@@ -62,9 +65,9 @@ def test_a_session_lists_tools_searches_reads_and_follows_an_index_run(example_d
         again = await asyncio.to_thread(run_script, "index_personal.py", "--data-dir", example_data, state_dir, "--full",
                                         "--allow-shrink")  # the rebuild drops the example's own root
         assert again.code == 0, again
-        return tools, before, document, chunk, report, after
+        return tools, before, document, chunk, section, report, after
 
-    tools, before, document, chunk, report, after = session(example_data, isolated_home, steps)
+    tools, before, document, chunk, section, report, after = session(example_data, isolated_home, steps)
 
     assert set(tools) == {"search", "get_document", "status", "memory_list", "memory_query", "memory_add", "memory_remove",
                           "memory_update"}
@@ -78,6 +81,8 @@ def test_a_session_lists_tools_searches_reads_and_follows_an_index_run(example_d
     position = next(item["index"] for item in chunk["shown"] if item["id"] == before["results"][0]["id"])
     assert [item["index"] for item in chunk["shown"]] == list(range(max(0, position - 1), min(document["chunks"], position + 2)))
     assert chunk["id"] == before["results"][0]["id"]
+    assert section["section"].endswith("> Notifications") and section["truncated"] is True and len(section["text"]) <= 60
+    assert [heading.split(" > ")[-1] for heading in section["outline"]][1:] == ["Sync policy", "Notifications"]
     assert report["collections"]["personal"]["built"] and report["collections"]["personal"]["chunks"] > 10
     assert after["results"][0]["file"] == "notes/zebra-migration.md", after
     assert first_generation[0] not in generations_of(example_data)

@@ -11,6 +11,7 @@ import contextlib
 from pathlib import Path
 
 from . import secrets
+from .chunking import HEADING_SEPARATOR
 from .errors import UsageError
 from .indexer import content_hash
 from .records import DocumentRecord, StoredChunk
@@ -19,20 +20,61 @@ from .sources.pages import page_file
 from .store import Store
 
 
-def get(stores: dict[str, Store], reference: str, context: int | None, data_dir: Path, max_bytes: int) -> dict:
-    """A document (by file, path, URL or key) with its text, or a chunk (by id) with `context` chunks either side."""
+def get(stores: dict[str, Store], reference: str, context: int | None, data_dir: Path, max_bytes: int,
+        section: str | None = None, max_chars: int | None = None) -> dict:
+    """A document (by file, path, URL or key) with its text, or a chunk (by id) with `context` chunks either side.
+
+    A document's `section` (a heading, or a heading path as results show it) is read alone, with its subsections;
+    `max_chars` cuts a long text. Either adds the page's outline, so the next read can ask for the part it needs."""
     store, record, chunk_id = find(stores, reference)
     chunks = store.document_chunks(record.key)
     described = {"source": store.name, "file": record.file, **_where(chunks), "indexed_at": record.indexed_at, "chunks": len(chunks)}
+    if chunk_id is not None and (section or max_chars):
+        raise UsageError("--section and --max-chars read a document, and this is a chunk id", hint="pass the result's file instead")
     if chunk_id is None:
-        text, origin = document_text(record, chunks, data_dir, max_bytes)
-        return {**described, "from": origin, "text": text}
+        outline = list(dict.fromkeys(chunk.metadata.get("heading", "") for chunk in chunks if chunk.metadata.get("heading")))
+        if section:
+            heading = _find_heading(outline, section)
+            found = {**described, "from": "index", "section": heading, "outline": outline,
+                     "text": join_chunks([chunk for chunk in chunks if _under(chunk.metadata.get("heading", ""), heading)])}
+        else:
+            text, origin = document_text(record, chunks, data_dir, max_bytes)
+            found = {**described, "from": origin, "text": text}
+        if max_chars and len(found["text"]) > max_chars:
+            found.update(text=_cut(found["text"], max_chars), truncated=True, total_chars=len(found["text"]), outline=outline)
+        return found
     position = next(number for number, chunk in enumerate(chunks) if chunk.id == chunk_id)
     around = context or 0
     shown = range(max(0, position - around), min(len(chunks), position + around + 1))
     return {**described, "id": chunk_id,
             "shown": [{"id": chunks[n].id, "index": n, "heading": chunks[n].metadata.get("heading", ""), "text": chunks[n].text}
                       for n in shown]}
+
+
+def _find_heading(outline: list[str], wanted: str) -> str:
+    """The first heading path of `outline` that is `wanted` or ends with it (case and spacing aside)."""
+    key = " ".join(wanted.split()).casefold()
+    for heading in outline:
+        folded = heading.casefold()
+        if folded == key or folded.endswith(HEADING_SEPARATOR.casefold() + key):
+            return heading
+    shown = "; ".join(outline[:20]) + (" …" if len(outline) > 20 else "")
+    raise UsageError(f"no section {wanted!r} in this document; its headings: {shown or 'none'}",
+                     hint="pass one of its headings (the last part of a result's heading is enough)")
+
+
+def _under(heading: str, section: str) -> bool:
+    return heading == section or heading.startswith(section + HEADING_SEPARATOR)
+
+
+def _cut(text: str, limit: int) -> str:
+    """At most `limit` characters of `text`, ending at a paragraph, else a line, else a word break when one is near."""
+    head = text[:limit]
+    for mark in ("\n\n", "\n", " "):
+        end = head.rfind(mark)
+        if end >= limit // 2:
+            return head[:end].rstrip()
+    return head
 
 
 def find(stores: dict[str, Store], reference: str) -> tuple[Store, DocumentRecord, str | None]:

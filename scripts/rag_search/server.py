@@ -119,12 +119,18 @@ class RagSearchServer:
         self,
         reference: Annotated[str, Field(description="a result's file, metadata.path, metadata.url, or id (a chunk)")],
         context: Annotated[int, Field(ge=0, le=50, description="with a chunk id: the chunks before and after it too")] = 1,
+        section: Annotated[str | None, Field(description="of a document: only this section and its subsections (a heading, "
+                                             "or a result's heading path)")] = None,
+        max_chars: Annotated[int | None, Field(ge=1, description="of a document: at most this many characters, with the "
+                                               "page's outline")] = None,
     ) -> str | CallToolResult:
-        """Read what a result points to: the whole document as indexed, or one chunk with its neighbours (as get.py)."""
+        """Read what a result points to: the whole document as indexed, one section of it, or one chunk with its
+        neighbours (as get.py)."""
 
         def work():
             stores = self._searcher().refresh()
-            return documents.get(stores, reference, context, self.settings.data_dir, self.settings.max_file_bytes)
+            return documents.get(stores, reference, context, self.settings.data_dir, self.settings.max_file_bytes,
+                                 section=section, max_chars=max_chars)
 
         return await self._run(work)
 
