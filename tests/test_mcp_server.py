@@ -203,3 +203,19 @@ def test_search_brings_in_a_note_written_since_the_index_like_search_py(state_di
     failed, after = session(data, isolated_home, steps)
     assert not failed, after
     assert after["results"][0]["file"] == "notes/zebra-migration.md" and "stale" not in after
+
+
+def test_a_list_argument_takes_one_string_and_a_bad_argument_is_our_json_usage_error(example_index, isolated_home):
+    async def steps(client):
+        one = await call(client, "search", query=QUESTION, source="personal", type="decision", top_k=3)
+        many = await call(client, "search", query=QUESTION, source=["personal"], type=["decision"], top_k=3)
+        too_many = await call(client, "search", query=QUESTION, top_k=1000)
+        unknown_mode = await call(client, "search", query=QUESTION, mode="fuzzy")
+        return one, many, too_many, unknown_mode
+
+    one, many, too_many, unknown_mode = session(example_index, isolated_home, steps)
+    assert not one[0] and one[1]["results"] and one[1]["results"] == many[1]["results"]
+    for failed, answer in (too_many, unknown_mode):
+        assert failed and answer["error"]["code"] == 2 and answer["error"]["type"] == "UsageError", answer
+    assert "top_k" in too_many[1]["error"]["message"] and "mode" in unknown_mode[1]["error"]["message"]
+    assert "fuzzy" not in unknown_mode[1]["error"]["message"], "the caller's values stay out of messages and logs"

@@ -19,8 +19,9 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Annotated, Literal
 
 from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp.types import CallToolResult, TextContent
-from pydantic import Field
+from pydantic import Field, ValidationError
 
 from . import __version__, dates, documents, memory, memory_edits, output, status
 from .cli import error_payload
@@ -31,6 +32,8 @@ from .rerank import CrossEncoderReranker, find_rerank_model
 from .retrieval import Searcher, SearchOptions
 
 log = logging.getLogger("rag_search")
+
+Names = str | list[str] | None  # a list argument; one string is taken as the list of it (_listed)
 
 FRESHNESS_PAUSE = 1.0  # seconds between two looks at the personal roots: a burst of calls pays for one walk
 
@@ -49,7 +52,7 @@ class RagSearchServer:
         self.reranker = None  # the cross-encoder, loaded on the first call that asks for it
         self._looked_at = float("-inf")  # when the personal roots were last compared with the index
         self._stale: dict | None = None  # what that look found and could not bring in
-        self.mcp = MCPServer("rag-search", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING")
+        self.mcp = _OurErrors("rag-search", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING")
         self._register()
 
     def _register(self) -> None:
@@ -85,11 +88,11 @@ class RagSearchServer:
         index: Annotated[Literal["personal", "docs", "all"], Field(description="which collection to search")] = "all",
         top_k: Annotated[int, Field(ge=1, le=100, description="number of results")] = 5,
         mode: Annotated[Literal["hybrid", "dense", "lexical"], Field(description="ranking")] = "hybrid",
-        source: Annotated[list[str] | None, Field(description="only these sources: 'personal' or doc source ids")] = None,
+        source: Annotated[Names, Field(description="only these sources: 'personal' or doc source ids")] = None,
         since: Annotated[str | None, Field(description="only chunks dated on or after: YYYY-MM-DD, ISO time, 7d, 2w, 3m, 1y")] = None,
         until: Annotated[str | None, Field(description="only chunks dated on or before (same forms as since)")] = None,
-        type: Annotated[list[str] | None, Field(description="only records of these types (any of them): decision, lesson_learned…")] = None,
-        tag: Annotated[list[str] | None, Field(description="only records and notes with these tags (all of them, whole tags)")] = None,
+        type: Annotated[Names, Field(description="only records of these types (any of them): decision, lesson_learned…")] = None,
+        tag: Annotated[Names, Field(description="only records and notes with these tags (all of them, whole tags)")] = None,
         min_score: Annotated[float | None, Field(ge=0, le=1, description="drop results whose cosine score is below")] = None,
         per_file: Annotated[int, Field(ge=0, le=100, description="at most this many chunks per file, 0 = no limit")] = 2,
         max_tokens: Annotated[int | None, Field(ge=1, description="at most about this many tokens of answer as printed")] = None,
@@ -104,8 +107,8 @@ class RagSearchServer:
         Results: rank, score (cosine 0-1), source, file, id, chunk, metadata (heading, date, url or path, version)."""
 
         def work():
-            options = SearchOptions(top_k=top_k, mode=mode, sources=source, since=_date(since, "since"), until=_date(until, "until"),
-                                    types=type, tags=tag,
+            options = SearchOptions(top_k=top_k, mode=mode, sources=_listed(source), since=_date(since, "since"),
+                                    until=_date(until, "until"), types=_listed(type), tags=_listed(tag),
                                     min_score=min_score, per_file=per_file,
                                     recency_half_life_days=recency_half_life or self.settings.recency_half_life_days)
             stale = self._freshen() if index != "docs" else None
@@ -146,14 +149,14 @@ class RagSearchServer:
     async def memory_list(
         self,
         since: Annotated[str | None, Field(description="created on or after: YYYY-MM-DD, ISO time, 7d, 2w, 3m, 1y")] = None,
-        type: Annotated[list[str] | None, Field(description="only these types: lesson_learned, failure_pattern…")] = None,
-        tag: Annotated[list[str] | None, Field(description="only entries with all these tags")] = None,
+        type: Annotated[Names, Field(description="only these types: lesson_learned, failure_pattern…")] = None,
+        tag: Annotated[Names, Field(description="only entries with all these tags")] = None,
         loop_id: Annotated[str | None, Field(description="only entries of this loop")] = None,
     ) -> str | CallToolResult:
         """The agent's memory entries (lessons, failure and success patterns), newest first (as memory.py list)."""
 
         def work():
-            entries, _ = memory.listing(self.settings, memory.entry_filters(_date(since, "since"), type, tag), loop_id)
+            entries, _ = memory.listing(self.settings, memory.entry_filters(_date(since, "since"), _listed(type), _listed(tag)), loop_id)
             return {"memory_file": str(self.settings.memory_file), "count": len(entries),
                     "entries": [{**entry.fields, "file": entry.file} for entry in entries]}
 
@@ -164,14 +167,15 @@ class RagSearchServer:
         text: Annotated[str, Field(description="what to recall, in plain words")],
         top_k: Annotated[int, Field(ge=1, le=100, description="number of entries")] = 5,
         since: Annotated[str | None, Field(description="created on or after (same forms as search's since)")] = None,
-        type: Annotated[list[str] | None, Field(description="only these types")] = None,
-        tag: Annotated[list[str] | None, Field(description="only entries with all these tags")] = None,
+        type: Annotated[Names, Field(description="only these types")] = None,
+        tag: Annotated[Names, Field(description="only entries with all these tags")] = None,
         loop_id: Annotated[str | None, Field(description="only entries of this loop")] = None,
     ) -> str | CallToolResult:
         """Recall memory entries by meaning and keywords, best first (as memory.py query)."""
 
         def work():
-            options = memory.query_options(self.settings, memory.entry_filters(_date(since, "since"), type, tag), top_k, loop_id)
+            filters = memory.entry_filters(_date(since, "since"), _listed(type), _listed(tag))
+            options = memory.query_options(self.settings, filters, top_k, loop_id)
             hits = self._searcher().search(text, options, "personal").hits
             return {"query": text, "memory_file": str(self.settings.memory_file), "entries": memory.query_entries(hits, top_k, loop_id)}
 
@@ -273,6 +277,26 @@ class RagSearchServer:
         for note in self.searcher.notes if self.searcher is not None else []:
             log.warning("note: %s", note)
         return json.dumps(result, ensure_ascii=False)
+
+
+class _OurErrors(MCPServer):
+    """The SDK's server, except that arguments outside a tool's schema come back as our JSON error (a usage error,
+    exit code 2 for the scripts), naming the fields and what they must be, never the values given."""
+
+    async def call_tool(self, name, arguments, context=None):
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            if isinstance(exc, UnexpectedToolError) or not isinstance(exc.__cause__, ValidationError):
+                raise
+            problems = "; ".join(f"{'.'.join(str(part) for part in error['loc'])}: {error['msg']}" for error in exc.__cause__.errors())
+            usage = UsageError(f"{name}: {problems}", hint="the tool's input schema (tools/list) gives each argument's form")
+            return _tool_error(error_payload(usage.exit_code, "UsageError", usage.message, usage.hint))
+
+
+def _listed(value: str | list[str] | None) -> list[str] | None:
+    """A list argument given as one string (a client's shortcut) as the list of it."""
+    return [value] if isinstance(value, str) else value
 
 
 def _preview(answer: dict, confirmed: bool) -> dict:
