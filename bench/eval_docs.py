@@ -25,6 +25,7 @@ each system helps and hurts against the default. --loco adds product:loco: each 
 by the hybrid system (the default or a --variant) that scores best on the other 13.
 
     .venv/bin/python bench/eval_docs.py --work /tmp/docs-eval --split all --loco --variant more-bonus:page_bonus=0.2
+
 The data is read where it lies (default ../shared/bench/docs-faq) and never copied.
 """
 
