@@ -2,8 +2,8 @@
 
 import time
 
-from conftest import hit
-from rag_search.ranking import about_the_user, rank
+from conftest import hit, run_script
+from rag_search.ranking import about_the_user, implied_recency_days, rank
 from rag_search.retrieval import SearchOptions
 
 PLAIN = SearchOptions(lead=0.0)  # reciprocal rank fusion alone
@@ -149,3 +149,34 @@ def test_recency_raises_recent_personal_chunks_and_never_lowers_older_ones():
     assert "recency" not in candidates["doc"].explain and candidates["old"].explain["recency"] >= 1.0
     assert order.index("old") < order.index("doc"), "equal evidence: the older record is not pushed below the page"
     assert rank(candidates, SearchOptions(personal_head_start=0.0))[:2] == ["old", "doc"]
+
+
+def test_a_question_about_a_recent_time_ranks_recent_personal_chunks_higher():
+    """"What did I push yesterday?" asks for the newest of similar records; without a time in the question, no
+    recency (issue 25: the bench's "yesterday's session" question lost its record to an older one)."""
+    assert implied_recency_days("which chart package did I push in yesterday's session?") == 2
+    assert implied_recency_days("last week's lesson about the CI cache") == 7
+    assert implied_recency_days("what changed this month in our alerting?") == 30
+    assert implied_recency_days("what did we decide recently about caching?") == 14
+    assert implied_recency_days("How do I configure the rate limit middleware?") is None
+    assert implied_recency_days("the last good revision of the release") is None
+
+
+def test_search_applies_the_recency_a_question_implies_unless_one_is_set(tmp_path):
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    # The older note matches better, first in both lists; yesterday's comes second in both.
+    (notes / "old.md").write_text("---\ndate: 2023-03-01\n---\n# Which chart we pushed to the registry\n\n"
+                                  "We pushed the chart api-gateway 1.4.0 to the registry after the release review.\n")
+    yesterday = time.strftime("%Y-%m-%d", time.localtime(time.time() - 86400))
+    (notes / "new.md").write_text(f"---\ndate: {yesterday}\n---\n# Friday\n\nPushed billing 2.0.1 to our registry.\n")
+    data = tmp_path / "data"
+    assert run_script("index_personal.py", "--data-dir", data, notes).code == 0
+    asked = run_script("search.py", "--data-dir", data, "--explain", "--index", "personal",
+                       "which chart did we push to the registry yesterday?")
+    assert asked.code == 0, asked
+    assert asked.json["results"][0]["file"] == "new.md"
+    assert all("recency" in result["explain"] for result in asked.json["results"])
+    plain = run_script("search.py", "--data-dir", data, "--explain", "--index", "personal", "which chart did we push to the registry?")
+    assert plain.json["results"][0]["file"] == "old.md"
+    assert not any("recency" in result["explain"] for result in plain.json["results"])

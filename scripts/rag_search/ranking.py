@@ -14,8 +14,9 @@ evidence into an order, and writes into `explain` what it used, for --explain.
   another's weighs less: weight = exp((its best cosine - the best) / temperature).
   The personal collection gets a head start on that cosine (the user's own
   context first), and more for a question about it ("we", "our", "decided").
-- Recency (--recency-half-life) raises recent personal chunks; an older record
-  keeps its evidence and never falls below what it beats on evidence.
+- Recency (--recency-half-life, or what a question naming a recent time implies:
+  "yesterday" two days, "last week" seven) raises recent personal chunks; an older
+  record keeps its evidence and never falls below what it beats on evidence.
 - Page evidence: a page scores as its best section plus a bounded bonus from a
   few supporting sections that are themselves strong in both signals, so a long
   page with many weak sections does not outrank the one record that answers.
@@ -39,6 +40,21 @@ _ABOUT_THE_USER = re.compile(
     r"\b(?:we|we've|we'd|we're|our|ours|us|decided|decision|decisions|preference|preferences|prefer|lesson|lessons|learned|"
     r"learn|learnt|loop|loops|todo|todos|remember|remind|memory|memories|yesterday|last (?:week|month|time|sprint))\b",
     re.IGNORECASE)
+
+
+# A time the question asks about, and the recency half-life (days) it implies when none is set.
+_RECENT_TIMES = (
+    (re.compile(r"\b(?:yesterday|today|tonight|this morning|this afternoon)\b", re.IGNORECASE), 2.0),
+    (re.compile(r"\b(?:(?:last|this|past) week|(?:last|past) few days)\b", re.IGNORECASE), 7.0),
+    (re.compile(r"\b(?:recent|recently|lately)\b", re.IGNORECASE), 14.0),
+    (re.compile(r"\b(?:(?:last|this|past) month)\b", re.IGNORECASE), 30.0),
+)
+
+
+def implied_recency_days(query: str) -> float | None:
+    """The recency half-life a question implies by naming a recent time ("yesterday", "last week"), or None: "what
+    did I push yesterday" asks for the newest of similar records."""
+    return next((days for pattern, days in _RECENT_TIMES if pattern.search(query)), None)
 
 
 def about_the_user(query: str) -> bool:
