@@ -14,8 +14,7 @@ mode's ranking, which in hybrid mode is the fused one.
 """
 
 import contextlib
-import dataclasses
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -232,8 +231,8 @@ class Searcher:
 def search(stores: dict[str, Store], query: str, vector: np.ndarray, options: SearchOptions, reranker=None) -> SearchResult:
     """Rank chunks of the `stores` for `query` (embedded as `vector`) as `options` say; a question naming a recent time
     ("yesterday", "last week") ranks recent personal chunks higher unless a recency half-life is set."""
-    if options.recency_half_life_days is None and ranking.implied_recency_days(query):
-        options = dataclasses.replace(options, recency_half_life_days=ranking.implied_recency_days(query))
+    if options.recency_half_life_days is None and (implied := ranking.implied_recency_days(query)):
+        options = replace(options, recency_half_life_days=implied)
     total = sum(store.chunk_count() for store in stores.values())
     candidates: dict[str, Hit] = {}
     if options.mode in ("hybrid", "dense"):
