@@ -27,14 +27,11 @@ PROJECT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(PROJECT / "bench"))
 
 import docs_baselines  # noqa: E402
+from eval_docs import DEFAULT_DATA, read_questions  # noqa: E402
+from graded import read_jsonl  # noqa: E402
 
-DEFAULT_DATA = PROJECT.parent / "shared" / "bench" / "docs-faq"
 DEPTH = 10
 LINK_TARGET = re.compile(r"\]\([^)]*\)")
-
-
-def read_jsonl(path: Path) -> list[dict]:
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
 def baseline_rankings(data: Path) -> dict[str, list[list[str]]]:
@@ -64,7 +61,7 @@ def main() -> int:
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args()
 
-    questions = read_jsonl(args.data / "questions.jsonl")
+    questions = read_questions(args.data, "all", set())
     answers = {row["id"]: row["answer"] for row in read_jsonl(args.data / "faq_answers.jsonl")}
     product = json.loads(args.rankings.read_text())["rankings"]
     baselines = baseline_rankings(args.data)

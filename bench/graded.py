@@ -25,16 +25,17 @@ from pathlib import Path
 
 K = 10
 GRADED = ("hit1", "hit5", "ndcg10", "recall10", "linked5", "unjudged5")
-ANSWER_METRICS = ("hit1", "hit5", "recall10")  # over the questions with a grade-2 page
+
+
+def read_jsonl(path: Path) -> list[dict]:
+    return [json.loads(line) for line in Path(path).read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
 def load_grades(path: Path) -> dict[str, dict[str, int]]:
     """{question id: {file: grade}} from the labels file (one JSON object per judged page)."""
     grades: dict[str, dict[str, int]] = defaultdict(dict)
-    for line in Path(path).read_text(encoding="utf-8").splitlines():
-        if line.strip():
-            row = json.loads(line)
-            grades[row["id"]][row["file"]] = int(row["grade"])
+    for row in read_jsonl(path):
+        grades[row["id"]][row["file"]] = int(row["grade"])
     return dict(grades)
 
 
@@ -70,7 +71,11 @@ def mean_of(values: list[dict], name: str) -> float | None:
 
 def objective(values: list[dict]) -> float:
     """What leave-one-corpus-out maximises: the mean of answer Hit@1 and nDCG@10 over the questions given."""
-    return ((mean_of(values, "hit1") or 0.0) + (mean_of(values, "ndcg10") or 0.0)) / 2
+    return _combined(mean_of(values, "hit1"), mean_of(values, "ndcg10"))
+
+
+def _combined(hit1: float | None, ndcg10: float | None) -> float:
+    return ((hit1 or 0.0) + (ndcg10 or 0.0)) / 2
 
 
 def loco(questions: list[dict], rankings: dict[str, dict], grades: dict, candidates: list[str]) -> tuple[dict, dict[str, str]]:
@@ -117,14 +122,12 @@ def _row(system: str, corpus: str, values: list[dict]) -> dict:
 
 def against(rows: list[dict], system: str, reference: str) -> dict[str, list[str]]:
     """Corpora where `system` scores above / below / level with `reference` on the objective's two metrics (their mean)."""
-    def score(row: dict) -> float:
-        return ((row["hit1"] or 0.0) + (row["ndcg10"] or 0.0)) / 2
-
     mine = {row["corpus"]: row for row in rows if row["system"] == system and row["corpus"] not in ("overall", "corpora")}
     theirs = {row["corpus"]: row for row in rows if row["system"] == reference and row["corpus"] not in ("overall", "corpora")}
     verdict: dict[str, list[str]] = {"helped": [], "hurt": [], "level": []}
     for corpus in sorted(mine):
-        delta = score(mine[corpus]) - score(theirs[corpus])
+        delta = (_combined(mine[corpus]["hit1"], mine[corpus]["ndcg10"])
+                 - _combined(theirs[corpus]["hit1"], theirs[corpus]["ndcg10"]))
         verdict["helped" if delta > 1e-9 else "hurt" if delta < -1e-9 else "level"].append(corpus)
     return verdict
 
@@ -144,7 +147,7 @@ def label_counts(questions: list[dict], grades: dict[str, dict[str, int]]) -> di
 if __name__ == "__main__":
     import sys
 
-    data = Path(__file__).resolve().parents[2] / "shared" / "bench" / "docs-faq"
-    labels = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(__file__).with_name("docs_faq_grades.jsonl")
-    rows = [json.loads(line) for line in (data / "questions.jsonl").read_text(encoding="utf-8").splitlines() if line.strip()]
-    print(json.dumps(label_counts(rows, load_grades(labels)), indent=1))
+    from eval_docs import DEFAULT_DATA, DEFAULT_GRADES, read_questions
+
+    labels = Path(sys.argv[1]) if len(sys.argv) > 1 else DEFAULT_GRADES
+    print(json.dumps(label_counts(read_questions(DEFAULT_DATA, "all", set()), load_grades(labels)), indent=1))
