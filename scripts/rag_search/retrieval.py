@@ -185,6 +185,7 @@ class Searcher:
         self.embedder = query_embedder(settings.data_dir, model, settings.embedding)
         self.stores: dict[str, Store] = {}
         self.notes: list[str] = []  # what the last refresh found: e.g. an index not built yet
+        self.missing: dict[str, IndexNotBuilt] = {}  # why a collection is not open: asked for alone, that is the error
 
     def refresh(self) -> dict[str, Store]:
         """Open what was published since the last call (a collection built meanwhile too); the open stores.
@@ -199,12 +200,14 @@ class Searcher:
             try:
                 fresh = open_store(self.settings, name, self.expected)
             except IndexNotBuilt as exc:
+                self.missing[name] = exc
                 if current is None and self.index == "all":
                     self.notes += [str(exc)] if first_time(self.settings, str(exc)) else []
                     continue
                 raise
             self.notes += fresh.notes
             self.stores[name] = fresh
+            self.missing.pop(name, None)
             if current is not None:
                 current.close()
         if not self.stores:
@@ -217,10 +220,18 @@ class Searcher:
         stores = self.refresh()
         if index != "all":
             if index not in stores:
-                raise IndexNotBuilt(f"the {index} index has not been built yet", hint=f"run {INDEX_COMMANDS[index]}")
+                raise self.missing.get(index) or IndexNotBuilt(f"the {index} index has not been built yet",
+                                                                hint=f"run {INDEX_COMMANDS[index]}")
             stores = {index: stores[index]}
         stores = stores_for(stores, options.sources)
         return search(stores, query, self.embedder.embed([query])[0], options, reranker)
+
+    def close_stale(self) -> None:
+        """Close the stores an index run has replaced (releasing their generation), to reopen at the next refresh."""
+        for name, store in list(self.stores.items()):
+            if store.is_stale():
+                store.close()
+                del self.stores[name]
 
     def close(self) -> None:
         for store in self.stores.values():

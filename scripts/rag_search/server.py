@@ -3,9 +3,10 @@
 Built on the official MCP Python SDK (MCPServer). Every tool runs its work on
 one worker thread, so the stores' SQLite connections are always used from the
 thread that opened them and calls never overlap, while the event loop stays
-free for the protocol (pings, cancellations). Before each call the searcher
-follows index runs (retrieval.Searcher.refresh). Our errors come back as tool
-errors whose text is the same JSON error document the scripts print.
+free for the protocol (pings, cancellations). The warm state is warm.WarmIndex,
+the same core the resident searcher answers search.py with; before each call it
+follows index runs. Our errors come back as tool errors whose text is the same
+JSON error document the scripts print.
 
 Adding a tool: an `async def` with typed, documented parameters that returns
 `await self._run(work)`, registered in `_register`.
@@ -14,7 +15,6 @@ Adding a tool: an `async def` with typed, documented parameters that returns
 import asyncio
 import json
 import logging
-import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Annotated, Literal
 
@@ -27,9 +27,8 @@ from . import __version__, dates, documents, memory, memory_edits, output, statu
 from .cli import error_payload
 from .config import Settings
 from .errors import EXIT_FAILURE, RagSearchError, UsageError
-from .freshness import bring_in, find_changes, stale_note, stale_report
-from .rerank import CrossEncoderReranker, find_rerank_model
-from .retrieval import Searcher, SearchOptions
+from .retrieval import SearchOptions
+from .warm import WarmIndex
 
 log = logging.getLogger("rag_search")
 
@@ -43,15 +42,12 @@ documentation (docs). Search in plain words or exact identifiers; cite file, hea
 
 
 class RagSearchServer:
-    """The tools, and the warm state they share: a Searcher that follows index runs, and one worker thread."""
+    """The tools, and the warm state they share (a WarmIndex), used from one worker thread."""
 
     def __init__(self, settings: Settings):
         self.settings = settings
         self.worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="rag-search")
-        self.searcher: Searcher | None = None
-        self.reranker = None  # the cross-encoder, loaded on the first call that asks for it
-        self._looked_at = float("-inf")  # when the personal roots were last compared with the index
-        self._stale: dict | None = None  # what that look found and could not bring in
+        self.warm = WarmIndex(settings, FRESHNESS_PAUSE)
         self.mcp = _OurErrors("rag-search", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING")
         self._register()
 
@@ -66,20 +62,14 @@ class RagSearchServer:
 
         def warm():
             try:
-                searcher = self._searcher()
-                searcher.embedder.embed(["warm up"])
-                searcher.refresh()
+                self.warm.warm_up()
             except RagSearchError as exc:
                 log.warning("not ready yet: %s", exc)
 
         self.worker.submit(warm)
 
     def close(self) -> None:
-        def release():
-            if self.searcher is not None:
-                self.searcher.close()
-
-        self.worker.submit(release).result()
+        self.worker.submit(self.warm.close).result()
         self.worker.shutdown()
 
     async def search(
@@ -111,8 +101,11 @@ class RagSearchServer:
                                     until=_date(until, "until"), types=_listed(type), tags=_listed(tag),
                                     min_score=min_score, per_file=per_file,
                                     recency_half_life_days=recency_half_life or self.settings.recency_half_life_days)
-            stale = self._freshen() if index != "docs" else None
-            result = self._searcher().search(query, options, index, self._reranker() if rerank else None)
+            if rerank and (why_not := self.warm.reranker()[1]):
+                log.warning("note: rerank ignored: %s; keeping the fused order", why_not)
+            result, stale = self.warm.search(query, options, index, rerank)
+            if stale:
+                log.warning("%s", self.warm.stale_note)
             payload = output.result_payload(result, metadata_only=metadata_only, explain=explain, verbose=verbose)
             return output.within_budget({**payload, "stale": stale} if stale else payload, max_tokens)
 
@@ -131,7 +124,7 @@ class RagSearchServer:
         neighbours (as get.py)."""
 
         def work():
-            stores = self._searcher().refresh()
+            stores = self.warm.searcher().refresh()
             return documents.get(stores, reference, context, self.settings.data_dir, self.settings.max_file_bytes,
                                  section=section, max_chars=max_chars)
 
@@ -141,7 +134,7 @@ class RagSearchServer:
         """What is indexed and how fresh: per collection, personal root and doc source; the daily timer (as status.py)."""
 
         def work():
-            stores = self._searcher().refresh()
+            stores = self.warm.searcher().refresh()
             return status.collect(self.settings, stores)
 
         return await self._run(work)
@@ -176,7 +169,7 @@ class RagSearchServer:
         def work():
             filters = memory.entry_filters(_date(since, "since"), _listed(type), _listed(tag))
             options = memory.query_options(self.settings, filters, top_k, loop_id)
-            hits = self._searcher().search(text, options, "personal").hits
+            hits = self.warm.searcher().search(text, options, "personal").hits
             return {"query": text, "memory_file": str(self.settings.memory_file), "entries": memory.query_entries(hits, top_k, loop_id)}
 
         return await self._run(work)
@@ -235,35 +228,6 @@ class RagSearchServer:
 
         return await self._run(work)
 
-    def _reranker(self):
-        """The configured cross-encoder, kept loaded; without one the fused order stays, as with search.py --rerank."""
-        if self.reranker is None:
-            model, why_not = find_rerank_model(self.settings)
-            if model is None:
-                log.warning("note: rerank ignored: %s; keeping the fused order", why_not)
-                return None
-            self.reranker = CrossEncoderReranker(model)
-        return self.reranker
-
-    def _freshen(self) -> dict | None:
-        """As search.py does: personal files changed since the index are brought in before answering (a few), else
-        reported as stale. The roots are walked at most once per FRESHNESS_PAUSE."""
-        if time.monotonic() - self._looked_at < FRESHNESS_PAUSE:
-            return self._stale
-        changes = find_changes(self.settings)
-        self._looked_at = time.monotonic()
-        self._stale = None
-        if changes is None or not changes.count or (changes.small and bring_in(self.settings, changes)):
-            return None
-        log.warning("%s", stale_note(changes))
-        self._stale = stale_report(changes)
-        return self._stale
-
-    def _searcher(self) -> Searcher:
-        if self.searcher is None:
-            self.searcher = Searcher(self.settings)
-        return self.searcher
-
     async def _run(self, work) -> str | CallToolResult:
         """Run `work` on the worker thread: its result as compact JSON, or a tool error (is_error) whose text is our
         JSON error document, the one the scripts print, with our message and hint."""
@@ -274,7 +238,7 @@ class RagSearchServer:
         except Exception as exc:
             log.exception("a tool failed unexpectedly")
             return _tool_error(error_payload(EXIT_FAILURE, type(exc).__name__, str(exc), "this is a bug; the server log has the traceback"))
-        for note in self.searcher.notes if self.searcher is not None else []:
+        for note in self.warm.notes:
             log.warning("note: %s", note)
         return json.dumps(result, ensure_ascii=False)
 
