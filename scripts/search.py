@@ -44,7 +44,13 @@ records (--type, --tag): JSON records (memory entries, decisions) carry their ty
 and tags; a record without a type in a file named for a kind (decisions.json,
 lessons.json, todos.json…) is of that kind (decision, lesson, todo); --type matches
 exactly. Notes carry the tags of their front matter. Tags match whole and ignore case
-and a leading '#'. All filters combine, in every --mode."""
+and a leading '#'. All filters combine, in every --mode.
+
+resident searcher: the first search answers cold (about a second) and leaves a searcher
+running for the data dir, warm, which answers the next ones in about a tenth of a second
+(the same JSON and exit code); it exits after resident_idle_minutes without a search
+(config file, default 15). Off: --no-resident, RAG_SEARCH_RESIDENT=0, or
+"resident_idle_minutes": 0. See or stop it: scripts/resident.py status|stop."""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -76,6 +82,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help="do not bring in personal files changed since the index (see 'fresh at search time' below)")
     parser.add_argument("--verbose", action="store_true", help="every stored metadata field (default: only what to cite)")
     parser.add_argument("--format", choices=["json", "text"], default="json", help="json for agents (default), text for people")
+    parser.add_argument("--no-resident", action="store_true",
+                        help="answer in this process, without the resident searcher (see 'resident searcher' below)")
     return parser
 
 
@@ -89,71 +97,15 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def search(args: argparse.Namespace) -> int:
-    from rag_search import output
-    from rag_search.embedding import find_model, query_embedder
-    from rag_search.isolation import run_isolated
-    from rag_search.rerank import CrossEncoderReranker, find_rerank_model
-    from rag_search.retrieval import SearchOptions, open_stores, stores_for
-    from rag_search.retrieval import search as run_search
-    from rag_search.store import fingerprint
+    """Answered by the resident searcher when one runs for these settings (started after a cold answer otherwise)."""
+    from rag_search import resident
 
-    settings = cli.settings(args, recency_half_life=args.recency_half_life)
-    model = find_model(settings.model_dir)
-    expected = fingerprint(model, settings.embedding)
-    options = SearchOptions(
-        top_k=args.top_k,
-        mode=args.mode,
-        sources=args.source,
-        since=args.since,
-        until=args.until,
-        types=args.types,
-        tags=args.tags,
-        min_score=args.min_score,
-        per_file=args.per_file,
-        recency_half_life_days=settings.recency_half_life_days,
-    )
-    rerank_model = None
-    if args.rerank:
-        rerank_model, why_not = find_rerank_model(settings)
-        if rerank_model is None:
-            print(f"note: --rerank ignored: {why_not}; keeping the fused order", file=sys.stderr)
+    def cold() -> int:
+        from rag_search import answers
 
-    def read_index(receive_vector):
-        """In a child process (a damaged store must not crash us): open the index, then search."""
-        stores, notes = open_stores(settings, args.index, expected)
-        try:
-            for note in notes:
-                print(f"note: {note}", file=sys.stderr)
-            reranker = CrossEncoderReranker(rerank_model) if rerank_model else None
-            return run_search(stores_for(stores, args.source), args.query, receive_vector(), options, reranker)
-        finally:
-            for store in stores.values():
-                store.close()
+        return answers.search(args)
 
-    stale = freshen(settings) if args.index != "docs" and not args.no_refresh else None
-    # The parent embeds the query while the child opens ChromaDB (half a second of imports).
-    result = run_isolated(read_index, lambda: query_embedder(settings.data_dir, model, settings.embedding).embed([args.query])[0])
-    payload = output.result_payload(result, metadata_only=args.metadata_only, explain=args.explain, verbose=args.verbose)
-    if stale:
-        payload["stale"] = stale
-    payload = output.within_budget(payload, args.max_tokens)
-    print(cli.to_json(payload) if args.format == "json" else output.to_text(payload))
-    return 0
-
-
-def freshen(settings) -> dict | None:
-    """Bring personal files changed since the index in before searching (a few, if the index is free this instant);
-    otherwise the staleness to report. The index is written in a child process, like it is read."""
-    from rag_search.freshness import bring_in, find_changes, stale_note, stale_report
-    from rag_search.isolation import run_isolated
-
-    changes = find_changes(settings)
-    if changes is None or not changes.count:
-        return None
-    if changes.small and run_isolated(lambda _: bring_in(settings, changes), lambda: None):
-        return None
-    print(stale_note(changes), file=sys.stderr)
-    return stale_report(changes)
+    return resident.answer("search", args, cli.settings(args), cold, off=args.no_resident)
 
 
 if __name__ == "__main__":

@@ -26,6 +26,7 @@ EPILOG = """output (JSON on stdout, one line unless stdout is a terminal):
                     "last_indexed", "last_attempt", "last_error"}]
                   or, when the registry cannot be read (bad JSON, a bad entry):
                   {"registry", "error", "hint", "indexed": [{"id", "documents", "chunks"}]},
+   "resident": {"pid", "since", "rss_bytes", "answers"} or null,
    "timer": {"installed", "enabled", "last_run", "last_result", "next_run"}}
   size_bytes is the published generation; disk_bytes the whole collection, with the
   generation kept so that the next small change need not copy the index. large_files:
@@ -34,7 +35,8 @@ EPILOG = """output (JSON on stdout, one line unless stdout is a terminal):
   Roots are those index runs were given (else the configured ones); files are
   compared by size and mtime, as an index run does. skipped: the first 50 files the
   runs left out, with why; a file skipped as it is now is no change since the index. The timer's state comes from
-  `systemctl --user`; where no user manager answers it is "unknown"."""
+  `systemctl --user`; where no user manager answers it is "unknown". resident: the
+  resident searcher that answers search.py warm (scripts/resident.py stops it)."""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -102,6 +104,9 @@ def to_text(report: dict) -> str:
     for source in sources:
         lines.append(f"source {source['id']}: {source['documents']} documents, last indexed {source.get('last_indexed') or 'never'}"
                      + (f", last error: {source['last_error']}" if source.get("last_error") else ""))
+    searcher = report["resident"]
+    lines.append(f"resident searcher: pid {searcher['pid']} since {searcher['since']}, {searcher['answers']} answers, "
+                 f"{(searcher['rss_bytes'] or 0) / 1e6:.0f} MB" if searcher else "resident searcher: none running")
     timer = report["timer"]
     lines.append(f"timer: installed {timer['installed']}, last run {timer['last_run'] or 'never'}, next {timer['next_run'] or 'none'}")
     return "\n".join(lines)

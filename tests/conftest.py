@@ -36,7 +36,38 @@ def isolated_home(tmp_path, monkeypatch):
     for name in OUR_ENV_VARS:
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("RAG_SEARCH_SOURCES", str(home / "sources.json"))
+    monkeypatch.setenv("RAG_SEARCH_RESIDENT", "0")  # tests about the resident searcher turn it on (test_resident.py)
+    monkeypatch.delenv("XDG_RUNTIME_DIR", raising=False)
     return home
+
+
+def resident_searchers(under: Path) -> dict[int, str]:
+    """{pid: data dir} of the resident searchers running for a data dir under `under` (the one whose lock they hold)."""
+    found = {}
+    for entry in Path("/proc").iterdir():
+        try:
+            command = (entry / "cmdline").read_bytes().split(b"\0")
+            if not (any(part.endswith(b"resident.py") for part in command) and b"serve" in command):
+                continue
+            held = [os.readlink(fd) for fd in (entry / "fd").iterdir()]
+        except (OSError, ValueError):
+            continue
+        for path in held:
+            if path.endswith("/resident/lock") and path.startswith(str(under)):
+                found[int(entry.name)] = path.removesuffix("/resident/lock")
+    return found
+
+
+@pytest.fixture(scope="session", autouse=True)
+def no_searcher_left(tmp_path_factory):
+    """The suite leaves no resident searcher running: one left by a test is killed, and the session fails."""
+    yield
+    base = tmp_path_factory.getbasetemp()
+    left = resident_searchers(base)
+    for pid in left:
+        with contextlib.suppress(OSError):
+            os.kill(pid, 9)
+    assert not left, f"resident searchers left running: {left}"
 
 
 class ScriptResult:

@@ -113,12 +113,23 @@ def test_only_config_py_reads_the_environment():
         ({"recency_half_life_days": 0}, "positive number"),
         ({"rerank_model": 5}, "must be a non-empty string"),
         ({"data_dir": ""}, "must be a non-empty string"),
+        ({"resident_idle_minutes": -1}, "0 or more"),
+        ({"resident_idle_minutes": True}, "0 or more"),
     ],
 )
 def test_malformed_config_is_an_error(isolated_home, content, message):
     write_config(isolated_home, content)
     with pytest.raises(ConfigError, match=message):
         load_settings()
+
+
+def test_the_resident_searcher_idles_15_minutes_unless_set_or_turned_off(isolated_home, monkeypatch):
+    monkeypatch.delenv("RAG_SEARCH_RESIDENT")
+    assert load_settings().resident_idle_minutes == 15
+    write_config(isolated_home, {"resident_idle_minutes": 2.5})
+    assert load_settings().resident_idle_minutes == 2.5
+    monkeypatch.setenv("RAG_SEARCH_RESIDENT", "0")
+    assert load_settings().resident_idle_minutes == 0
 
 
 def test_unknown_keys_are_warned_about(isolated_home):

@@ -14,6 +14,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -99,7 +100,11 @@ def user_runs(installed, tmp_path_factory):
     run(env, "index_personal.py", "--quiet")
     run(env, "add_doc_source.py", "--id", "handbook", "--name", "Handbook", "--type", "local", "--path", docs)
     run(env, "index_docs.py", "--all", "--quiet")
-    found = run(env, "search.py", "how long are pages cached?")
+    found = run(env, "search.py", "how long are pages cached?")  # cold, and it leaves a resident searcher behind
+    deadline = time.monotonic() + 60
+    while run(env, "resident.py", "status")["resident"] is None and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert run(env, "search.py", "how long are pages cached?") == found  # answered by the searcher
     run(env, "get.py", found["results"][0]["file"])
     run(env, "status.py")
     run(env, "memory.py", "add", "--type", "lesson_learned", "--lesson", "Warm the cache before a release.")
@@ -107,6 +112,7 @@ def user_runs(installed, tmp_path_factory):
     run(env, "memory.py", "query", "cache")
     run(env, "add_doc_source.py", "--list")
     assert mcp_search(env, "deploy job")["results"]
+    assert run(env, "resident.py", "stop")["stopped"]["answers"] >= 1
     owned = [home / ".claude" / "data" / "rag-search", home / ".claude" / "state", docs, home / "registry"]
     return home, tmp, records, owned
 
@@ -146,7 +152,8 @@ def test_the_switches_are_set_before_any_library_is_imported(user_runs):
     *_, records, _ = user_runs
     imports = [json.loads(line) for line in records.read_text().splitlines()]
     onnxruntime = {Path(entry["argv"][0]).name for entry in imports if entry["library"] == "onnxruntime"}
-    assert {"index_personal.py", "index_docs.py", "search.py", "memory.py", "mcp_server.py"} <= onnxruntime  # the model was loaded
+    loaded = {"index_personal.py", "index_docs.py", "search.py", "memory.py", "mcp_server.py", "resident.py"}
+    assert loaded <= onnxruntime  # the model was loaded, by the resident searcher too
     assert {entry["library"] for entry in imports} >= {"onnxruntime", "chromadb", "tokenizers"}
     unset = [f"{' '.join(entry['argv'])}: {entry['library']} with {entry['switches']}" for entry in imports
              if entry["switches"] != FORCED]

@@ -18,6 +18,7 @@ DEFAULT_CONFIG_FILE = "~/.config/rag-search/config.json"
 DEFAULT_PERSONAL_ROOT = "~/.claude/state"
 DEFAULT_REGISTRY = SKILL_DIR / "references" / "sources.json"
 DEFAULT_WAIT_SECONDS = 30.0
+DEFAULT_RESIDENT_IDLE_MINUTES = 15.0  # the resident searcher exits after this long without a request
 
 # Positive numbers in the config file, with their defaults.
 LIMITS = {
@@ -31,7 +32,8 @@ PATH_KEYS = ("data_dir", "sources", "model", "rerank_model", "memory_file")
 # Which ONNX graph of the model embeds documents and queries: int8 runs about twice as fast at the same retrieval quality.
 EMBEDDINGS = ("int8", "float")
 MEMORY_FILE = Path("memory") / "memory.json"  # under the first personal root, unless set
-KNOWN_KEYS = {"personal_roots", "ignore_patterns", "recency_half_life_days", "chroma_url", "embedding", *PATH_KEYS, *LIMITS}
+KNOWN_KEYS = {"personal_roots", "ignore_patterns", "recency_half_life_days", "chroma_url", "embedding", "resident_idle_minutes",
+              *PATH_KEYS, *LIMITS}
 
 
 def expand(path: str | Path) -> Path:
@@ -72,6 +74,10 @@ class Settings:
     wait_seconds: float = DEFAULT_WAIT_SECONDS
     warnings: tuple[str, ...] = ()  # about the config file, for the caller to log
     unit_dir: Path = Path("~/.config/systemd/user")  # where the systemd user units go: $XDG_CONFIG_HOME/systemd/user
+    # The resident searcher (resident.py): minutes it waits for the next request, 0 = none is started (RAG_SEARCH_RESIDENT=0);
+    # its socket goes in $XDG_RUNTIME_DIR when there is one (runtime_dir), else in the data dir.
+    resident_idle_minutes: float = DEFAULT_RESIDENT_IDLE_MINUTES
+    runtime_dir: Path | None = None
 
 
 def load_settings(
@@ -116,6 +122,9 @@ def load_settings(
         recency_half_life_days=recency_half_life or file.get("recency_half_life_days"),
         wait_seconds=DEFAULT_WAIT_SECONDS if wait is None else wait,
         unit_dir=_unit_dir(env.get("XDG_CONFIG_HOME", "")),
+        resident_idle_minutes=0.0 if env.get("RAG_SEARCH_RESIDENT", "").strip() == "0"
+        else file.get("resident_idle_minutes", DEFAULT_RESIDENT_IDLE_MINUTES),
+        runtime_dir=Path(env["XDG_RUNTIME_DIR"]) if os.path.isabs(env.get("XDG_RUNTIME_DIR", "")) else None,
         warnings=tuple(f"config file {config_file}: unknown key {key!r} ignored" for key in sorted(set(file) - KNOWN_KEYS)),
         **{key: file.get(key, default) for key, default in LIMITS.items()},
     )
@@ -172,6 +181,9 @@ def read_config_file(path: Path) -> dict:
     for key in (*PATH_KEYS, "chroma_url"):
         if data.get(key) is not None and (not isinstance(data[key], str) or not data[key].strip()):
             raise ConfigError(f"config file {path}: {key!r} must be a non-empty string")
+    idle = data.get("resident_idle_minutes")
+    if idle is not None and (isinstance(idle, bool) or not isinstance(idle, (int, float)) or idle < 0):
+        raise ConfigError(f"config file {path}: 'resident_idle_minutes' must be a number of minutes, 0 or more (0: no resident searcher)")
     for key in (*LIMITS, "recency_half_life_days"):
         value = data.get(key)
         wanted = int if key.startswith("max_") else (int, float)

@@ -29,8 +29,10 @@ MARKER = ".rag-search"
 SOURCE_MARKER = ".rag-search-source"
 COLLECTIONS = ("personal", "docs")
 # What rag-search puts at the top of a data dir, this version or an earlier one.
-OUR_NAMES = {*COLLECTIONS, "sources", "model", "server", "owner", ".notes-said", MARKER, "generations", "index", "CURRENT", "write.lock"}
+OUR_NAMES = {*COLLECTIONS, "sources", "model", "server", "owner", ".notes-said", "resident", MARKER, "generations", "index", "CURRENT",
+             "write.lock"}
 LEGACY_NAMES = ("generations", "index", "CURRENT", "write.lock")  # the single-generation layout of early versions
+RESIDENT_FILES = {"lock", "log", "log.1", "socket"}  # the resident searcher's, in <data dir>/resident
 _GENERATION = re.compile(r"^\.?g\d{6,}")
 _EARLIER_SOURCE_FOLDER = {"repo", "pages"}  # what earlier versions kept in a source's folder
 
@@ -146,6 +148,7 @@ _LOOKS_OURS = {
     "server": lambda folder: folder.is_dir() and all(child.is_dir() for child in _children(folder)),
     "generations": lambda folder: folder.is_dir() and all(_GENERATION.match(child.name) or child.name.endswith(".lock")
                                                           for child in _children(folder)),
+    "resident": lambda folder: folder.is_dir() and all(child.name in RESIDENT_FILES for child in _children(folder)),
     "index": lambda folder: (folder / "chroma.sqlite3").is_file(),  # the ChromaDB folder of the earliest versions
     "CURRENT": lambda path: path.is_file() and path.stat().st_size < 64 and bool(_GENERATION.match(_read(path).strip())),
 }

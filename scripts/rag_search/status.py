@@ -14,7 +14,7 @@ when it can read what there is; a registry that cannot be read is reported in
 import time
 from pathlib import Path
 
-from . import dates, registry
+from . import dates, registry, resident
 from .config import Settings
 from .errors import ConfigError
 from .generations import INDEX_COMMANDS
@@ -40,6 +40,7 @@ def collect(settings: Settings, stores: dict[str, Store], with_timer: bool = Tru
     }
     if with_timer:
         report["timer"] = timer_state(settings.unit_dir)
+    report["resident"] = resident.about(settings)
     return report
 
 

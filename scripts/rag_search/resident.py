@@ -1,0 +1,224 @@
+"""The resident searcher, seen from a script: ask it over a Unix socket, or answer cold and leave one behind.
+
+A cold search.py pays for Python, ChromaDB, onnxruntime and the model on every
+call (about a second). The first call that finds no resident searcher answers
+cold as before, then starts one (resident_server.py): detached, warm, one per
+data dir. Later calls parse their command line here, send it over the socket and
+print the answer, which the searcher made with the same code as the cold path
+(answers.py), so it is the same JSON byte for byte, with the same exit code.
+
+Never worse than cold: no searcher, one of another code version or settings
+(it exits when asked), one that does not take the request within ACK_SECONDS
+(hung, stopped: it is killed), one that dies mid-answer, or a socket left by a
+killed one all end in the cold answer, and what was broken is replaced.
+
+Safe: the socket is in $XDG_RUNTIME_DIR/rag-search or <data dir>/resident (both
+0700), mode 0600; each side checks the other's uid (SO_PEERCRED). The searcher
+answers with its own settings only: a request whose identity (settings, code)
+differs is refused. This module imports no heavy library: a warm call stays small.
+"""
+
+import contextlib
+import dataclasses
+import fcntl
+import hashlib
+import json
+import os
+import signal
+import socket
+import struct
+import sys
+import time
+from pathlib import Path
+
+from .config import SKILL_DIR, Settings
+from .datadir import MARKER
+
+PROTOCOL = 1
+FOLDER = "resident"  # in the data dir: the lock, the log, and the socket when there is no $XDG_RUNTIME_DIR
+ACK_SECONDS = 2.0  # a searcher that has not taken the request by then is hung (or stopped): answer cold
+ANSWER_SECONDS = 120.0  # after taking it: a search that brings files in may take seconds, a first --rerank longer
+MAX_REQUEST = 1 << 20  # a request bigger than this is refused
+MAX_ANSWER = 64 << 20  # an answer bigger than this is answered cold (--top-k 100 --verbose is a few hundred KB)
+LOG_BYTES = 1 << 20  # the searcher's log is rotated (one old copy) past this size
+_CREDENTIALS = struct.Struct("3i")  # SO_PEERCRED: pid, uid, gid
+
+
+def usable(settings: Settings) -> bool:
+    """Unix sockets with peer credentials (Linux), and a socket path short enough for them: else every call answers
+    cold."""
+    return hasattr(socket, "AF_UNIX") and hasattr(socket, "SO_PEERCRED") and len(os.fsencode(socket_path(settings))) < 108
+
+
+def folder(settings: Settings) -> Path:
+    return settings.data_dir / FOLDER
+
+
+def socket_path(settings: Settings) -> Path:
+    """Where the searcher of this data dir listens: $XDG_RUNTIME_DIR/rag-search/<hash of the data dir>.socket, else
+    <data dir>/resident/socket."""
+    if settings.runtime_dir is not None:
+        digest = hashlib.sha256(str(settings.data_dir).encode()).hexdigest()[:16]
+        return settings.runtime_dir / "rag-search" / f"{digest}.socket"
+    return folder(settings) / "socket"
+
+
+def identity(settings: Settings) -> str:
+    """What a searcher must share with a client to answer for it: the settings, the interpreter and the code (every
+    source file's size and mtime, so an update of the skill replaces the searcher)."""
+    code = sorted((str(path), path.stat().st_size, path.stat().st_mtime_ns) for path in (SKILL_DIR / "scripts").rglob("*.py"))
+    settings_text = repr(dataclasses.replace(settings, warnings=(), wait_seconds=0))
+    return hashlib.sha256(json.dumps([PROTOCOL, sys.executable, sys.version, settings_text, code]).encode()).hexdigest()
+
+
+def peer(sock: socket.socket) -> tuple[int, int]:
+    """The pid and uid of the process at the other end of a connected Unix socket."""
+    pid, uid, _ = _CREDENTIALS.unpack(sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, _CREDENTIALS.size))
+    return pid, uid
+
+
+def answer(command: str, args, settings: Settings, cold, off: bool = False) -> int:
+    """Print the searcher's answer to `command` with `args` and return its exit code; or call cold() (which prints
+    and returns the code), then leave a searcher behind for the next call. `off`: --no-resident."""
+    if off or settings.resident_idle_minutes <= 0 or not usable(settings) or not (settings.data_dir / MARKER).is_file():
+        return cold()
+    reply, replace = _ask(settings, {"command": command, "args": vars(args), "tty": sys.stdout.isatty()})
+    if reply is not None:
+        sys.stderr.write(reply["stderr"])
+        sys.stdout.write(reply["stdout"])
+        sys.stdout.flush()
+        return reply["code"]
+    code = cold()
+    if code == 0:
+        with contextlib.suppress(OSError):
+            start(settings, replace)
+    return code
+
+
+def _ask(settings: Settings, request: dict) -> tuple[dict | None, bool]:
+    """The searcher's reply (None when it cannot give one) and whether a searcher that failed must be replaced."""
+    pid = None
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+            sock.settimeout(ACK_SECONDS)
+            sock.connect(str(socket_path(settings)))
+            pid, uid = peer(sock)
+            if uid != os.getuid():
+                return None, False  # not ours: never talk to it, never kill it
+            send(sock, {**request, "protocol": PROTOCOL, "identity": identity(settings)})
+            if sock.recv(1) != b"+":
+                return None, True  # it closed the connection: dying, or refusing us
+            sock.settimeout(ANSWER_SECONDS)
+            reply = receive(sock, MAX_ANSWER)
+    except TimeoutError:
+        if pid is not None:  # connected, yet it does not take the request: hung or stopped
+            _kill(pid, settings, f"it did not take a request within {ACK_SECONDS:g} s")
+        return None, True
+    except (OSError, ValueError):
+        return None, True
+    if not isinstance(reply, dict) or reply.get("stale") or not _well_formed(reply):
+        return None, True  # another identity (it exits now), or a reply we cannot use
+    return reply, False
+
+
+def _well_formed(reply: dict) -> bool:
+    """An answer we print as it is: an exit code the cold path could give (a failure of the searcher's own answers
+    cold instead: code 1 is a bug, 130/143 a signal to the searcher), and the two texts."""
+    return (isinstance(reply.get("code"), int) and reply["code"] not in (1, 130, 143)
+            and isinstance(reply.get("stdout"), str) and isinstance(reply.get("stderr"), str))
+
+
+def _kill(pid: int, settings: Settings, why: str) -> None:
+    """Kill a hung searcher (SIGKILL ends a stopped one too), which peer() showed to run as us; its log says why."""
+    with contextlib.suppress(OSError):
+        os.kill(pid, signal.SIGKILL)
+        with open(folder(settings) / "log", "a", encoding="utf-8") as log:
+            log.write(f"resident searcher {pid} killed by client {os.getpid()}: {why}\n")
+
+
+def start(settings: Settings, replacing: bool = False) -> None:
+    """Start a searcher for this data dir, detached, unless one runs or starts (holds the lock); `replacing`: start one
+    anyway, it waits for the one that is going away."""
+    own = folder(settings)
+    own.mkdir(mode=0o700, exist_ok=True)
+    if not replacing and held(own / "lock"):
+        return
+    log_path = own / "log"
+    with contextlib.suppress(FileNotFoundError):
+        if log_path.stat().st_size > LOG_BYTES:
+            log_path.replace(own / "log.1")
+    import subprocess  # only here: a warm call does not need it
+
+    # What this client's flags chose goes on the searcher's stdin, never on its command line (a process list shows that).
+    handover = {"identity": identity(settings), "data_dir": str(settings.data_dir),
+                "chroma_url": settings.server.url if settings.server is not None else None}
+    with open(log_path, "a", encoding="utf-8") as log:
+        os.chmod(log_path, 0o600)
+        process = subprocess.Popen([sys.executable, str(SKILL_DIR / "scripts" / "resident.py"), "serve"], stdin=subprocess.PIPE,
+                                   stdout=subprocess.DEVNULL, stderr=log, cwd="/", start_new_session=True, close_fds=True)
+    with process.stdin:
+        process.stdin.write(json.dumps(handover).encode() + b"\n")
+
+
+def held(lock: Path) -> bool:
+    """Whether a searcher holds (or is starting with) this lock."""
+    try:
+        fd = os.open(lock, os.O_RDONLY)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return False
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+
+
+def about(settings: Settings) -> dict | None:
+    """The running searcher of this data dir: {"pid", "since", "rss_bytes", "answers"}, or None."""
+    return _control(settings, "about")
+
+
+def stop(settings: Settings) -> dict | None:
+    """Ask the searcher of this data dir to exit; what it was (as about()), or None if none ran."""
+    return _control(settings, "stop")
+
+
+def _control(settings: Settings, command: str) -> dict | None:
+    if not usable(settings):
+        return None
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+            sock.settimeout(ACK_SECONDS)
+            sock.connect(str(socket_path(settings)))
+            if peer(sock)[1] != os.getuid():
+                return None
+            send(sock, {"command": command, "protocol": PROTOCOL})
+            if sock.recv(1) != b"+":
+                return None
+            reply = receive(sock, MAX_ANSWER)
+    except (OSError, ValueError):
+        return None
+    return reply if isinstance(reply, dict) and "pid" in reply else None
+
+
+def send(sock: socket.socket, message: dict) -> None:
+    """One message: its JSON and a newline."""
+    sock.sendall(json.dumps(message, ensure_ascii=False).encode() + b"\n")
+
+
+def receive(sock: socket.socket, limit: int, deadline: float | None = None) -> dict:
+    """One message of at most `limit` bytes (received by the time.monotonic() `deadline`, if given); ValueError if it
+    is cut short, bigger or not JSON, TimeoutError if it comes too slowly."""
+    data = bytearray()
+    while not data.endswith(b"\n"):
+        if deadline is not None:
+            sock.settimeout(max(deadline - time.monotonic(), 0.001))
+        chunk = sock.recv(65536)
+        if not chunk:
+            raise ValueError("the connection closed before the message ended")
+        data += chunk
+        if len(data) > limit:
+            raise ValueError("message too big")
+    return json.loads(data)

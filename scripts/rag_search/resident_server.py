@@ -1,0 +1,275 @@
+"""The resident searcher itself: a WarmIndex behind a Unix socket, answering search.py as its cold path would.
+
+Started detached by a client (resident.start) and alone per data dir (a lock
+held for its life). A thread per connection checks the peer's uid, reads one
+bounded request within REQUEST_SECONDS and acknowledges it; the main thread
+answers the requests one at a time with the scripts' own code (answers.py, and
+cli.run for the errors), capturing what it prints. Between requests it looks,
+once per TICK_SECONDS, at what would make it stop: its idle time, its data dir
+or socket gone or replaced; and it closes collections an index run replaced, so
+it never holds an old generation longer than one answer (or one tick).
+"""
+
+import argparse
+import contextlib
+import fcntl
+import io
+import logging
+import os
+import queue
+import signal
+import socket
+import stat
+import sys
+import threading
+import time
+from pathlib import Path
+
+from . import answers, cli, dates
+from .config import Settings
+from .errors import STOPPED_EXITS, RagSearchError
+from .resident import MAX_REQUEST, PROTOCOL, folder, identity, peer, receive, send, socket_path
+from .warm import WarmIndex
+
+log = logging.getLogger("rag_search")
+
+COMMANDS = {"search": answers.search}  # what a client may ask for, with the function that answers it
+REQUEST_SECONDS = 2.0  # a client sends its whole request at once
+TICK_SECONDS = 1.0
+LOCK_WAIT_SECONDS = 5.0  # a searcher being replaced takes this long at most to let go of the lock
+MAX_CONNECTIONS = 32  # connections being read at once; more are closed (their clients answer cold)
+
+
+def serve(settings: Settings, expected_identity: str | None) -> int:
+    """Run the searcher of settings.data_dir until it is idle, stopped or orphaned; 0 also when another one runs."""
+    if expected_identity and identity(settings) != expected_identity:
+        log.warning("not started: this process does not share its client's settings or code")
+        return 0
+    try:
+        lock = _take_lock(folder(settings) / "lock")
+    except OSError as exc:
+        log.warning("not started: %s", exc)
+        return 1
+    if lock is None:
+        return 0  # another searcher runs (or starts) for this data dir
+    signal.signal(signal.SIGTERM, _stop_on_signal)
+    warm = WarmIndex(settings)
+    try:
+        warm.warm_up()
+        with _listening(socket_path(settings)) as listener:
+            log.info("resident searcher %d serves %s", os.getpid(), settings.data_dir)
+            Resident(settings, warm, listener, lock).run()
+    except (RagSearchError, OSError) as exc:
+        log.warning("resident searcher %d stopped: %s", os.getpid(), exc)
+        return 1
+    except (KeyboardInterrupt, SystemExit):
+        log.info("resident searcher %d stopped by a signal", os.getpid())
+    finally:
+        warm.close()
+        os.close(lock)  # after the socket is gone: a successor binds only once it holds the lock
+    return 0
+
+
+class Resident:
+    def __init__(self, settings: Settings, warm: WarmIndex, listener: socket.socket, lock: int):
+        self.settings = settings
+        self.warm = warm
+        self.listener = listener
+        self.lock = lock
+        self.socket_file = socket_path(settings).lstat()  # the inode bind() made: replaced or removed, we exit
+        self.identity = identity(settings)
+        self.jobs: queue.Queue = queue.Queue(maxsize=MAX_CONNECTIONS)
+        self.readers = threading.BoundedSemaphore(MAX_CONNECTIONS)
+        self.stopping = threading.Event()
+        self.since = dates.now_iso()
+        self.answers = 0
+        self.last_request = time.monotonic()
+
+    def run(self) -> None:
+        threading.Thread(target=self._accept, name="resident-accept", daemon=True).start()
+        try:
+            while (reason := self._why_stop()) is None:
+                try:
+                    connection, request = self.jobs.get(timeout=TICK_SECONDS)
+                except queue.Empty:
+                    continue
+                with connection:
+                    self._answer(connection, request)
+            log.info("resident searcher %d exits: %s (%d answers)", os.getpid(), reason, self.answers)
+        finally:
+            self.stopping.set()
+
+    def about(self) -> dict:
+        return {"pid": os.getpid(), "since": self.since, "rss_bytes": _rss_bytes(), "answers": self.answers}
+
+    def _accept(self) -> None:
+        """Take connections until stopping; each is read on its own thread, so a slow client delays no other."""
+        while not self.stopping.is_set():
+            try:
+                connection, _ = self.listener.accept()
+            except TimeoutError:
+                continue
+            except OSError:
+                return  # the listener was closed
+            if not self.readers.acquire(blocking=False):
+                connection.close()
+                continue
+            threading.Thread(target=self._read, args=(connection,), daemon=True).start()
+
+    def _read(self, connection: socket.socket) -> None:
+        """Check the peer, read its request, acknowledge it; queue it (control requests are answered here)."""
+        try:
+            queued = False
+            _, uid = peer(connection)
+            if uid != os.getuid():
+                log.warning("refused a connection from uid %d", uid)
+                return
+            request = receive(connection, MAX_REQUEST, time.monotonic() + REQUEST_SECONDS)
+            connection.sendall(b"+")
+            if request.get("command") in ("about", "stop"):
+                send(connection, self.about())
+                if request["command"] == "stop":
+                    self.stopping.set()
+                return
+            self.jobs.put_nowait((connection, request))
+            queued = True
+        except (OSError, ValueError, queue.Full):
+            return
+        finally:
+            self.readers.release()
+            if not queued:
+                connection.close()
+
+    def _answer(self, connection: socket.socket, request: dict) -> None:
+        """Answer one request as its script would, or say it is for another searcher (and stop: the client starts
+        the right one)."""
+        self.last_request = time.monotonic()
+        if request.get("protocol") != PROTOCOL or request.get("identity") != self.identity:
+            self.stopping.set()
+            _reply(connection, {"stale": True})
+            return
+        command = COMMANDS.get(request.get("command"))
+        arguments = request.get("args")
+        if command is None or not isinstance(arguments, dict):
+            _reply(connection, {"stale": True})
+            return
+        args = argparse.Namespace(**arguments)
+        with _captured(request.get("tty") is True) as (out, err):
+            code = cli.run(lambda: command(args, self.warm), json_errors=getattr(args, "format", "json") == "json")
+        _reply(connection, {"code": code, "stdout": out.getvalue(), "stderr": err.getvalue()})
+        self.answers += 1
+        self.last_request = time.monotonic()
+        if code in STOPPED_EXITS:
+            self.stopping.set()  # a signal came for this process, not for the client
+
+    def _why_stop(self) -> str | None:
+        """Why the searcher must exit now, or None; closes the collections an index run replaced."""
+        if self.stopping.is_set():
+            return "asked to stop, or a client of another version or settings came"
+        if time.monotonic() - self.last_request > self.settings.resident_idle_minutes * 60:
+            return f"idle for {self.settings.resident_idle_minutes:g} minutes"
+        if not _same_file(folder(self.settings) / "lock", os.fstat(self.lock)):
+            return "its data dir was removed or replaced"
+        if not _same_file(socket_path(self.settings), self.socket_file):
+            return "its socket was removed or replaced"
+        try:
+            self.warm.let_go_of_replaced()
+        except Exception as exc:  # noqa: BLE001 - whatever broke, a cold search reports it better than we can
+            return f"the index cannot be read: {exc}"
+        return None
+
+
+def _take_lock(path: Path) -> int | None:
+    """The searcher's lock on its data dir, waiting a little for one that is going away; None if another keeps it."""
+    path.parent.mkdir(mode=0o700, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    deadline = time.monotonic() + LOCK_WAIT_SECONDS
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return fd
+        except BlockingIOError:
+            if time.monotonic() > deadline:
+                os.close(fd)
+                return None
+            time.sleep(0.05)
+
+
+@contextlib.contextmanager
+def _listening(path: Path):
+    """A listening socket at `path`, 0600 in a folder only we can enter; removed when done (if still ours)."""
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    info = path.parent.lstat()
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid() or info.st_mode & 0o077:
+        raise OSError(f"{path.parent} must be a folder of ours that only we can enter (mode 0700)")
+    with contextlib.suppress(FileNotFoundError):
+        if not stat.S_ISSOCK(path.lstat().st_mode):
+            raise OSError(f"{path} is not a socket: not replaced")
+        path.unlink()  # left by a searcher that was killed: we hold the lock, so none listens there
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    old_mask = os.umask(0o177)
+    try:
+        listener.bind(str(path))
+    finally:
+        os.umask(old_mask)
+    listener.listen(MAX_CONNECTIONS)
+    listener.settimeout(TICK_SECONDS)
+    bound = path.lstat()
+    try:
+        yield listener
+    finally:
+        listener.close()
+        with contextlib.suppress(OSError):
+            if _same_file(path, bound):
+                path.unlink()
+
+
+def _same_file(path: Path, known: os.stat_result) -> bool:
+    """Whether `path` still names the file `known` describes."""
+    try:
+        now = path.lstat()
+    except OSError:
+        return False
+    return (now.st_dev, now.st_ino) == (known.st_dev, known.st_ino)
+
+
+@contextlib.contextmanager
+def _captured(tty: bool):
+    """What a command prints, captured (and our log on it) for the client to print; stdout a terminal if the
+    client's is, so the JSON is indented as the client would indent it."""
+    out, err = _Output(tty), _Output(False)
+    saved = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = out, err
+    cli.setup_logging(quiet=True)
+    try:
+        yield out, err
+    finally:
+        sys.stdout, sys.stderr = saved
+        cli.setup_logging()
+
+
+class _Output(io.StringIO):
+    def __init__(self, tty: bool):
+        super().__init__()
+        self.tty = tty
+
+    def isatty(self) -> bool:
+        return self.tty
+
+
+def _reply(connection: socket.socket, message: dict) -> None:
+    with contextlib.suppress(OSError):
+        connection.settimeout(REQUEST_SECONDS)
+        send(connection, message)
+
+
+def _rss_bytes() -> int | None:
+    try:
+        with open("/proc/self/statm", encoding="ascii") as statm:
+            return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _stop_on_signal(signum, frame):
+    raise SystemExit(0)

@@ -1,0 +1,356 @@
+"""The resident searcher: warm answers equal to the cold ones, and never worse than cold when it breaks.
+
+Real parts: the scripts as subprocesses, the real searcher they start (detached), the example index, real signals.
+Each test has its own data dir and runtime dir, and stops its searcher (tests/conftest.py checks none is left).
+"""
+
+import contextlib
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import SCRIPTS, resident_searchers, run_script
+
+pytestmark = pytest.mark.skipif(not hasattr(socket, "SO_PEERCRED"), reason="the resident searcher needs Linux peer credentials")
+
+QUERY = "caching decision"
+
+
+class Resident:
+    """A data dir whose searches may use a resident searcher, and helpers to watch it."""
+
+    def __init__(self, data: Path, runtime: Path):
+        self.data = data
+        self.env = {"RAG_SEARCH_RESIDENT": "1", "RAG_SEARCH_HOME": str(data), "XDG_RUNTIME_DIR": str(runtime)}
+
+    def settings(self):
+        from rag_search.config import load_settings
+
+        return load_settings(environ={**os.environ, **self.env})
+
+    def search(self, *args, env: dict | None = None):
+        return run_script("search.py", *args, env={**self.env, **(env or {})})
+
+    def cold(self, *args):
+        return run_script("search.py", *args, "--no-resident", env=self.env)
+
+    def about(self) -> dict | None:
+        from rag_search import resident
+
+        return resident.about(self.settings())
+
+    def wait_for(self, condition, seconds: float = 60.0):
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            if (value := condition()) is not None and value is not False:
+                return value
+            time.sleep(0.1)
+        pytest.fail(f"waited {seconds} s in vain; searchers: {self.pids()}; log: {self.log()}")
+
+    def started(self) -> dict:
+        """Leave a searcher behind (one cold search) and wait until it answers."""
+        assert self.search(QUERY).code == 0
+        return self.wait_for(self.about)
+
+    def pids(self) -> list[int]:
+        return [pid for pid, data in resident_searchers(self.data.parent).items() if data == str(self.data)]
+
+    def log(self) -> str:
+        path = self.data / "resident" / "log"
+        return path.read_text() if path.exists() else ""
+
+    def stop(self) -> None:
+        from rag_search import resident
+
+        with contextlib.suppress(Exception):
+            resident.stop(self.settings())
+        for pid in self.pids():
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGCONT)
+                os.kill(pid, signal.SIGKILL)
+
+
+@pytest.fixture
+def warm(example_data):
+    runtime = Path(tempfile.mkdtemp(prefix="rs", dir="/tmp"))  # short: a socket path has at most 107 bytes
+    os.chmod(runtime, 0o700)
+    resident = Resident(example_data, runtime)
+    yield resident
+    resident.stop()
+    shutil.rmtree(runtime, ignore_errors=True)
+
+
+def alive(pid: int) -> bool:
+    """Whether the process runs (a zombie nobody reaped yet has exited)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def same(first, second) -> None:
+    assert (first.code, first.stdout) == (second.code, second.stdout), (first, second)
+
+
+def answered_warm(resident: Resident, before: dict) -> bool:
+    now = resident.about()
+    return now is not None and now["pid"] == before["pid"] and now["answers"] > before["answers"]
+
+
+# Every option of search.py, each in at least one case (the test fails when an option has none).
+CASES = [
+    [QUERY],
+    [QUERY, "--index", "personal", "--top-k", "3", "--mode", "dense"],
+    [QUERY, "--index", "all", "--mode", "lexical", "--per-file", "0", "--explain"],
+    [QUERY, "--index", "docs"],  # not built: exit 3, the same JSON error
+    [QUERY, "--source", "personal", "--since", "2020-01-01", "--until", "1d", "--verbose"],
+    [QUERY, "--source", "nonesuch"],  # unknown source: exit 2
+    ["lesson", "--type", "lesson_learned", "--tag", "ci", "--min-score", "0.1", "--metadata-only"],
+    [QUERY, "--max-tokens", "60", "--recency-half-life", "7", "--no-refresh"],
+    [QUERY, "--rerank", "--format", "text"],
+    ["what did we decide last week", "--data-dir", "{data}"],
+]
+COLD_CASES = [  # last: other settings make the searcher give way (it is the searcher of other settings)
+    [QUERY, "--no-resident"],
+    [QUERY, "--chroma-url", "http://127.0.0.1:9"],  # a dead server: the same error both ways
+]
+
+
+def test_every_option_answers_the_same_warm_and_cold(warm):
+    from search import build_parser
+
+    covered = {option for case in CASES + COLD_CASES for option in case if option.startswith("--")}
+    documented = {option for action in build_parser()._actions for option in action.option_strings} - {"-h", "--help"}
+    assert documented <= covered, f"options without a case: {sorted(documented - covered)}"
+    warm.started()
+    for case in CASES + COLD_CASES:
+        args = [part.format(data=warm.data) for part in case]
+        cold = warm.cold(*args)
+        before = warm.about()
+        same(warm.search(*args), cold)
+        assert answered_warm(warm, before) == (case in CASES), case
+
+
+def test_a_warm_client_stays_small_and_imports_no_heavy_library(warm):
+    warm.started()
+    probe = f"""
+import json, runpy, sys
+sys.path.insert(0, {str(SCRIPTS)!r})
+sys.argv = ["search.py", {QUERY!r}]
+code = 0
+try:
+    runpy.run_path({str(SCRIPTS / "search.py")!r}, run_name="__main__")
+except SystemExit as exit:
+    code = exit.code
+heavy = [name for name in ("chromadb", "numpy", "onnxruntime") if name in sys.modules]
+peak = [line.split()[1] for line in open("/proc/self/status") if line.startswith("VmHWM:")]  # getrusage may count the parent's
+print(json.dumps({{"code": code, "heavy": heavy, "peak_kb": int(peak[0])}}), file=sys.stderr)
+"""
+    before = warm.about()
+    completed = subprocess.run([sys.executable, "-c", probe], env={**os.environ, **warm.env}, capture_output=True, text=True,
+                               timeout=120, cwd=warm.data.parent)
+    report = json.loads(completed.stderr.strip().splitlines()[-1])
+    assert report["code"] == 0 and report["heavy"] == [], report
+    assert report["peak_kb"] * 1024 <= 40 * 1024 * 1024, report
+    assert answered_warm(warm, before)
+    assert json.loads(completed.stdout)["results"]
+
+
+def test_a_searcher_killed_between_answers_is_replaced(warm):
+    before = warm.started()
+    os.kill(before["pid"], signal.SIGKILL)
+    warm.wait_for(lambda: not alive(before["pid"]))
+    socket_file = Path(warm.env["XDG_RUNTIME_DIR"]) / "rag-search"
+    assert any(socket_file.iterdir()), "the killed searcher's socket file stays behind"
+    same(warm.search(QUERY), warm.cold(QUERY))
+    after = warm.wait_for(warm.about)
+    assert after["pid"] != before["pid"]
+
+
+def test_searches_while_the_searcher_is_killed_mid_answer_equal_cold(warm):
+    cold = warm.cold(QUERY)
+    warm.started()
+    answers, stop = [], threading.Event()
+
+    def search_in_a_loop():
+        while not stop.is_set():
+            answers.append(warm.search(QUERY))
+
+    threads = [threading.Thread(target=search_in_a_loop) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    try:
+        for _ in range(4):  # kill whatever searcher runs, while searches are in flight
+            pid = warm.wait_for(lambda: (warm.pids() or [None])[0])
+            time.sleep(0.3)
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+    finally:
+        stop.set()
+        for thread in threads:
+            thread.join(timeout=300)
+    assert len(answers) >= 4
+    for answer in answers:
+        same(answer, cold)
+
+
+def test_a_stopped_searcher_is_killed_and_the_answer_is_cold(warm):
+    before = warm.started()
+    os.kill(before["pid"], signal.SIGSTOP)
+    same(warm.search(QUERY), warm.cold(QUERY))
+    warm.wait_for(lambda: not alive(before["pid"]))
+    assert warm.wait_for(warm.about)["pid"] != before["pid"]
+
+
+def test_a_searcher_of_another_version_gives_way(warm, tmp_path):
+    other = tmp_path / "other-checkout"  # the same skill at another path: other code, as after an update
+    shutil.copytree(SCRIPTS.parent / "scripts", other / "scripts", ignore=shutil.ignore_patterns("__pycache__"))
+    process = subprocess.Popen([sys.executable, str(other / "scripts" / "resident.py"), "serve"], env={**os.environ, **warm.env},
+                               stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+    try:
+        first = warm.wait_for(warm.about)
+        assert first["pid"] == process.pid
+        same(warm.search(QUERY), warm.cold(QUERY))
+        assert process.wait(timeout=30) == 0  # told by the client that it is stale, it exits
+        assert warm.wait_for(warm.about)["pid"] != process.pid
+    finally:
+        with contextlib.suppress(OSError):
+            process.kill()
+        process.wait()
+
+
+def test_other_settings_replace_the_searcher(warm):
+    before = warm.started()
+    config = warm.data.parent / "config.json"
+    config.write_text(json.dumps({"resident_idle_minutes": 30}))
+    env = {"RAG_SEARCH_CONFIG": str(config)}
+    same(warm.search(QUERY, env=env), run_script("search.py", QUERY, "--no-resident", env={**warm.env, **env}))
+    warm.wait_for(lambda: not alive(before["pid"]))
+    warm.env.update(env)
+    assert warm.wait_for(warm.about)["pid"] != before["pid"]
+
+
+def test_the_searcher_exits_when_its_data_dir_is_removed(warm, tmp_path):
+    before = warm.started()
+    moved = tmp_path / "moved"
+    warm.data.rename(moved)
+    warm.wait_for(lambda: not alive(before["pid"]), seconds=10)
+    same(warm.search(QUERY), warm.cold(QUERY))  # no index now: the same error
+    assert warm.search(QUERY).code == 3
+
+
+def test_racing_clients_start_one_searcher(warm):
+    cold = warm.cold(QUERY)
+    results = [None] * 4
+
+    def search(index):
+        results[index] = warm.search(QUERY)
+
+    threads = [threading.Thread(target=search, args=(index,)) for index in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=300)
+    for result in results:
+        same(result, cold)
+    warm.wait_for(warm.about)
+    time.sleep(6)  # the losers wait up to 5 s for the lock, then give up
+    assert len(warm.pids()) == 1, warm.log()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to connect as another uid")
+def test_another_uid_is_refused(warm):
+    from rag_search import resident
+
+    warm.started()
+    path = resident.socket_path(warm.settings())
+    os.chmod(path.parent.parent, 0o755)  # loosen what the files' modes guard, so only the peer check is left
+    os.chmod(path.parent, 0o755)
+    os.chmod(path, 0o666)
+    probe = ("import os, socket, sys\n"
+             "os.setgid(65534); os.setuid(65534)\n"
+             "s = socket.socket(socket.AF_UNIX); s.settimeout(10); s.connect(sys.argv[1])\n"
+             "s.sendall(b'{\"command\": \"about\", \"protocol\": 1}\\n')\n"
+             "try:\n    print(repr(s.recv(100)))\n"
+             "except ConnectionResetError:\n    print(repr(b''))\n")
+    completed = subprocess.run([sys.executable, "-c", probe, str(path)], capture_output=True, text=True, timeout=60)
+    assert completed.returncode == 0, completed.stderr
+    assert completed.stdout.strip() == "b''"  # closed without a word
+    assert "refused a connection from uid 65534" in warm.log()
+
+
+def test_an_idle_searcher_exits(warm):
+    config = warm.data.parent / "config.json"
+    config.write_text(json.dumps({"resident_idle_minutes": 0.03}))
+    warm.env["RAG_SEARCH_CONFIG"] = str(config)
+    before = warm.started()
+    warm.wait_for(lambda: not alive(before["pid"]), seconds=20)
+    assert not (Path(warm.env["XDG_RUNTIME_DIR"]) / "rag-search" / resident_socket_name(warm)).exists()
+
+
+def resident_socket_name(warm: Resident) -> str:
+    from rag_search import resident
+
+    return resident.socket_path(warm.settings()).name
+
+
+@pytest.mark.parametrize("off", [{"RAG_SEARCH_RESIDENT": "0"}, "--no-resident", {"resident_idle_minutes": 0}])
+def test_turned_off_no_searcher_starts(warm, off):
+    args, env = [QUERY], {}
+    if off == "--no-resident":
+        args.append(off)
+    elif "resident_idle_minutes" in off:
+        config = warm.data.parent / "config.json"
+        config.write_text(json.dumps(off))
+        env["RAG_SEARCH_CONFIG"] = str(config)
+    else:
+        env.update(off)
+    assert warm.search(*args, env=env).code == 0
+    time.sleep(2)
+    assert warm.pids() == []
+
+
+def test_without_a_runtime_dir_the_socket_is_in_the_data_dir(warm):
+    del warm.env["XDG_RUNTIME_DIR"]
+    warm.started()
+    assert (warm.data / "resident" / "socket").exists()
+    same(warm.search(QUERY), warm.cold(QUERY))
+
+
+def test_fresh_notes_and_index_runs_reach_the_warm_answer(warm, tmp_path):
+    state = tmp_path / "mine"
+    state.mkdir()
+    warm.env["RAG_SEARCH_PERSONAL_DIRS"] = str(state)
+    (state / "first.md").write_text("# Quokka census\n\nWe counted forty quokkas on the island.\n")
+    assert run_script("index_personal.py", "--quiet", env=warm.env).code == 0
+    before = warm.started()
+    (state / "second.md").write_text("# Wombat burrows\n\nThe wombat burrow survey found nine burrows.\n")
+    found = warm.search("wombat burrow survey")  # written just now: brought in before the answer
+    assert found.json["results"][0]["file"] == "second.md"
+    assert answered_warm(warm, before)
+    (state / "first.md").write_text("# Quokka census\n\nWe counted fifty-two quokkas on the island.\n")
+    assert run_script("index_personal.py", "--quiet", env=warm.env).code == 0
+    again = warm.search("quokka census", "--no-refresh")
+    assert "fifty-two" in again.json["results"][0]["chunk"]
+    same(again, warm.cold("quokka census", "--no-refresh"))
+
+
+def test_status_shows_the_searcher(warm):
+    assert run_script("status.py", env=warm.env).json["resident"] is None
+    before = warm.started()
+    shown = run_script("status.py", env=warm.env).json["resident"]
+    assert shown["pid"] == before["pid"] and shown["rss_bytes"] > 0 and shown["answers"] >= 0 and shown["since"]
+    stopped = run_script("resident.py", "stop", env=warm.env)
+    assert stopped.json["stopped"]["pid"] == before["pid"]
+    warm.wait_for(lambda: not alive(before["pid"]))
+    assert run_script("resident.py", "status", env=warm.env).json == {"resident": None}
