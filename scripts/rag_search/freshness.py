@@ -45,6 +45,9 @@ class Changes:
     since: str  # when the published index was built
     roots: list[Path]
     size: int = 0  # bytes of the changed files
+    # What the answer depends on: every folder walked and every name in it, each root, the personal collection's
+    # folder (a run that publishes or records a skip renames a file in it). Unchanged stamps (stamps()): the same answer.
+    watched: list[str] = dataclasses.field(default_factory=list)
 
     @property
     def count(self) -> int:
@@ -64,13 +67,14 @@ def find_changes(settings: Settings) -> Changes | None:
     if indexed is None:
         return None
     roots = [Path(root) for root in (indexed.state or {}).get("roots", [])] or list(settings.personal_roots)
-    changes = Changes([], [], indexed.published, roots)
+    changes = Changes([], [], indexed.published, roots, watched=[str(settings.data_dir / COLLECTION), *map(str, roots)])
     published_ns = int((dates.normalize(indexed.published) or (indexed.published, 0.0))[1] * 1e9)
     runs = recorded_runs(settings.data_dir)
     for root in roots:
         if not root.is_dir():
             continue  # a missing root keeps its chunks (sources/personal.py)
         walk = walk_root(root, list(settings.ignore_patterns))
+        changes.watched += walk.looked_at
         listing = folder_listing(walk, SOURCE_ID, settings.max_file_bytes, quiet=True)
         under = f"{SOURCE_ID}:{root}{os.sep}"
         known = {key: record for key, record in indexed.documents.items() if key.startswith(under)}
@@ -86,6 +90,20 @@ def find_changes(settings: Settings) -> Changes | None:
                 changes.size += entry.size
         changes.gone += [Path(key.removeprefix(f"{SOURCE_ID}:")) for key in work.gone]
     return changes
+
+
+def stamps(paths: list[str]) -> list[tuple[int, int, int] | None]:
+    """Each path's inode, size and modification time (None if it is gone): equal stamps, no change to look for.
+    A few thousand stats, where the walk they stand for parses names and ignore rules too (about ten times longer)."""
+    found = []
+    for path in paths:
+        try:
+            info = os.stat(path)
+        except OSError:
+            found.append(None)
+            continue
+        found.append((info.st_ino, info.st_size, info.st_mtime_ns))
+    return found
 
 
 def _modified_since(entry: FileEntry, depends: list[str], listing: Listing, published_ns: int) -> bool:

@@ -13,7 +13,7 @@ with the thread that opened them).
 import time
 
 from .config import Settings
-from .freshness import bring_in, find_changes, stale_note, stale_report
+from .freshness import bring_in, find_changes, stale_note, stale_report, stamps
 from .rerank import CrossEncoderReranker, find_rerank_model
 from .retrieval import Searcher, SearchOptions, SearchResult
 
@@ -30,6 +30,8 @@ class WarmIndex:
         self._looked_at = float("-inf")  # when the personal roots were last compared with the index
         self._stale: dict | None = None  # what that look found and could not bring in
         self.stale_note: str | None = None  # and its one-line note for stderr
+        self._watched: list[str] | None = None  # what that look depended on (freshness.Changes.watched)
+        self._stamps: list | None = None  # their stamps from before that look, when it saw the same paths
 
     def searcher(self) -> Searcher:
         if self._searcher is None:
@@ -63,10 +65,21 @@ class WarmIndex:
         return self._reranker, None
 
     def freshen(self) -> dict | None:
-        """Bring in personal files changed since the index (a few), else the staleness to report."""
+        """Bring in personal files changed since the index (a few), else the staleness to report.
+
+        The walk is skipped while nothing it depends on has changed: their stamps are taken before a walk, so a change
+        during that walk shows at the next look (and when a walk finds other paths than the last, the next one walks).
+        """
         if time.monotonic() - self._looked_at < self.freshness_pause:
             return self._stale
+        if self._stamps is not None and stamps(self._watched) == self._stamps:
+            self._looked_at = time.monotonic()
+            return self._stale
+        before = stamps(self._watched) if self._watched else None
         changes = find_changes(self.settings)
+        watched = changes.watched if changes is not None else None
+        self._stamps = before if watched is not None and watched == self._watched else None
+        self._watched = watched
         self._looked_at = time.monotonic()
         self._stale = self.stale_note = None
         if changes is None or not changes.count or (changes.small and bring_in(self.settings, changes)):

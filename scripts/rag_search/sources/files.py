@@ -53,6 +53,7 @@ class WalkResult:
     skipped: list[dict] = field(default_factory=list)  # {"file": rel, "reason", "folder"?}
     ignored: int = 0
     secret_files: list[str] = field(default_factory=list)  # rel paths of files that hold credentials
+    looked_at: list[str] = field(default_factory=list)  # every folder walked and every name in it: what a change would touch
 
 
 def ignore_spec(root: Path, patterns: list[str]):
@@ -86,6 +87,7 @@ def walk_root(root: Path, ignore_patterns: list[str], include=None) -> WalkResul
         result.skipped.append({"file": rel, "reason": f"unreadable folder: {exc.strerror}", "folder": True})
 
     for dirpath, dirnames, filenames in os.walk(root, onerror=on_error):
+        result.looked_at += [dirpath, *(os.path.join(dirpath, name) for name in filenames)]
         base = Path(dirpath)
         rel_dir = base.relative_to(root).as_posix()
         kept_dirs = []
