@@ -33,6 +33,7 @@ from pathlib import Path
 
 from .config import SKILL_DIR, Settings
 from .datadir import MARKER
+from .errors import EXIT_FAILURE, STOPPED_EXITS
 
 PROTOCOL = 1
 FOLDER = "resident"  # in the data dir: the lock, the log, and the socket when there is no $XDG_RUNTIME_DIR
@@ -96,26 +97,28 @@ def answer(command: str, args, settings: Settings, cold, off: bool = False) -> i
 
 
 def _ask(settings: Settings, request: dict) -> tuple[dict | None, bool]:
-    """The searcher's reply (None when it cannot give one) and whether a searcher that failed must be replaced."""
-    pid = None
-    try:
-        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
-            sock.settimeout(ACK_SECONDS)
+    """The searcher's reply (None when it cannot give one) and whether one answered that failed and must be replaced
+    (False when none listens: one may be starting)."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.settimeout(ACK_SECONDS)
+        try:
             sock.connect(str(socket_path(settings)))
             pid, uid = peer(sock)
-            if uid != os.getuid():
-                return None, False  # not ours: never talk to it, never kill it
+        except OSError:
+            return None, False
+        if uid != os.getuid():
+            return None, False  # not ours: never talk to it, never kill it
+        try:
             send(sock, {**request, "protocol": PROTOCOL, "identity": identity(settings)})
             if sock.recv(1) != b"+":
                 return None, True  # it closed the connection: dying, or refusing us
             sock.settimeout(ANSWER_SECONDS)
             reply = receive(sock, MAX_ANSWER)
-    except TimeoutError:
-        if pid is not None:  # connected, yet it does not take the request: hung or stopped
-            _kill(pid, settings, f"it did not take a request within {ACK_SECONDS:g} s")
-        return None, True
-    except (OSError, ValueError):
-        return None, True
+        except TimeoutError:  # connected, yet it does not take the request (hung or stopped) or does not answer
+            _kill(pid, settings, f"it did not take a request within {ACK_SECONDS:g} s, or answer one within {ANSWER_SECONDS:g} s")
+            return None, True
+        except (OSError, ValueError):
+            return None, True  # it died mid-answer, or the answer is cut short or too big
     if not isinstance(reply, dict) or reply.get("stale") or not _well_formed(reply):
         return None, True  # another identity (it exits now), or a reply we cannot use
     return reply, False
@@ -124,7 +127,7 @@ def _ask(settings: Settings, request: dict) -> tuple[dict | None, bool]:
 def _well_formed(reply: dict) -> bool:
     """An answer we print as it is: an exit code the cold path could give (a failure of the searcher's own answers
     cold instead: code 1 is a bug, 130/143 a signal to the searcher), and the two texts."""
-    return (isinstance(reply.get("code"), int) and reply["code"] not in (1, 130, 143)
+    return (isinstance(reply.get("code"), int) and reply["code"] not in (EXIT_FAILURE, *STOPPED_EXITS)
             and isinstance(reply.get("stdout"), str) and isinstance(reply.get("stderr"), str))
 
 

@@ -31,7 +31,9 @@ from .errors import STOPPED_EXITS, RagSearchError
 from .resident import MAX_REQUEST, PROTOCOL, folder, identity, peer, receive, send, socket_path
 from .warm import WarmIndex
 
-log = logging.getLogger("rag_search")
+# The searcher's own log, on its stderr (<data dir>/resident/log) whatever the "rag_search" logger writes to while a
+# request is answered (that request's captured stderr).
+log = logging.getLogger("rag_search.resident")
 
 COMMANDS = {"search": answers.search}  # what a client may ask for, with the function that answers it
 REQUEST_SECONDS = 2.0  # a client sends its whole request at once
@@ -42,6 +44,9 @@ MAX_CONNECTIONS = 32  # connections being read at once; more are closed (their c
 
 def serve(settings: Settings, expected_identity: str | None) -> int:
     """Run the searcher of settings.data_dir until it is idle, stopped or orphaned; 0 also when another one runs."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(message)s"))
+    log.handlers[:], log.propagate, log.level = [handler], False, logging.INFO
     if expected_identity and identity(settings) != expected_identity:
         log.warning("not started: this process does not share its client's settings or code")
         return 0
