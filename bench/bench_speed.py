@@ -7,9 +7,10 @@ chunks), indexes it with index_personal.py in a fresh process, then measures:
 
   - indexing: chunks/s and peak RSS;
   - refresh with nothing changed, and after one file changed (fresh processes);
-  - cold search.py: wall time p50/p95 over fresh processes, and peak RSS;
+  - search.py, warm (the resident searcher running) and cold (--no-resident):
+    wall time p50/p95 over fresh processes (at least 30), and peak RSS;
   - the naive reference (bench/naive_search.py: sentence-transformers and
-    ChromaDB loaded in one fresh process per query), the same way, and the ratio;
+    ChromaDB loaded in one fresh process per query), in turn with those two;
   - in-process query latency (embedding + hybrid retrieval);
   - the MCP server (scripts/mcp_server.py): per `search` call through the SDK's
     client over stdio, p50/p95, and the server's RSS.
@@ -99,6 +100,24 @@ def child_peak(command: list[str], env: dict) -> tuple[float, float, str]:
             sys.exit(f"{' '.join(command[:3])} failed:\n{err.read()[-2000:]}")
         seconds, peak = figures.read().split()
         return float(seconds), int(peak) / 1024, out.read()
+
+
+def warm_and_cold(search: list[str], env: dict, runs: int, *others: list[str]) -> list[dict]:
+    """Rows for `search` answered by the resident searcher and cold (--no-resident), and for `others`, taking turns
+    over `runs` fresh processes each. The searcher is started first (one search leaves it behind) and stopped after."""
+    from rag_search import resident  # here: IN_PROCESS imports this file beside a baseline's package, which has none
+
+    settings = load_settings(environ=env)
+    child_peak(search, env)
+    deadline = time.monotonic() + 120
+    while resident.about(settings) is None:
+        if time.monotonic() > deadline:
+            sys.exit(f"no resident searcher started: see {resident.folder(settings) / 'log'}")
+        time.sleep(0.2)
+    try:
+        return timed_runs(search, env, runs, [*search, "--no-resident"], *others)
+    finally:
+        resident.stop(settings)
 
 
 def in_process_query_ms(data: Path, index: str, queries: list[str], rounds: int = 4) -> dict:
@@ -205,7 +224,7 @@ def cpu() -> dict:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--work", type=Path, help="keep corpus and index here, and reuse them")
-    parser.add_argument("--runs", type=int, default=15, help="fresh processes per cold measurement (default 15)")
+    parser.add_argument("--runs", type=int, default=30, help="fresh processes per search measurement (default 30)")
     parser.add_argument("--json", type=Path, help="also write the results to this file")
     parser.add_argument("--baseline", type=Path, metavar="DIR",
                         help="another version's checkout (e.g. `git archive main scripts | tar -x -C DIR`): its cold search.py "
@@ -242,17 +261,19 @@ def main() -> int:
         chroma_folder = str(store.folder / "chroma")
         store.close()
         search = [python, str(SCRIPTS / "search.py"), QUERIES[0]]
+        naive = [python, str(PROJECT / "bench" / "naive_search.py"), chroma_folder, "personal", QUERIES[0]]
         baseline_data = work / "baseline-data"  # the baseline's own index of the same corpus, built or refreshed here
+        baseline = []
         if args.baseline:
             child_peak([python, str(args.baseline / "scripts" / "index_personal.py"), "--quiet", "--data-dir", str(baseline_data),
                         str(corpus)], env)
-            baseline = [python, str(args.baseline / "scripts" / "search.py"), "--data-dir", str(baseline_data), QUERIES[0]]
-            report["cold_search"], report["cold_search_baseline"] = timed_runs(search, env, args.runs, baseline)
-        else:
-            report["cold_search"] = timed_runs(search, env, args.runs)
-        report["cold_naive"] = timed_runs([python, str(PROJECT / "bench" / "naive_search.py"), chroma_folder, "personal", QUERIES[0]],
-                                          env, max(5, args.runs // 3))
+            baseline = [[python, str(args.baseline / "scripts" / "search.py"), "--data-dir", str(baseline_data), QUERIES[0]]]
+        rows = warm_and_cold(search, env, args.runs, naive, *baseline)
+        report["warm_search"], report["cold_search"], report["cold_naive"] = rows[:3]
+        if baseline:
+            report["cold_search_baseline"] = rows[3]
         report["speedup_p50"] = round(report["cold_naive"]["p50_s"] / report["cold_search"]["p50_s"], 1)
+        report["warm_vs_cold_p50"] = round(report["warm_search"]["p50_s"] / report["cold_search"]["p50_s"], 3)
 
         report["in_process_query_ms"] = in_process_query_ms(data, "personal", QUERIES)
         if args.baseline:
@@ -270,14 +291,17 @@ def main() -> int:
         print(f"indexing: {i['seconds']} s, {i['chunks_per_second']} chunks/s, peak RSS {i['peak_rss_mb']} MB")
     print(f"refresh, nothing changed: {report['refresh_nothing_changed_s']} s; one file changed: "
           f"{report['refresh_one_file_changed_s']} s ({report['one_file_changed_embedded']} chunks embedded)")
-    print(f"{'cold process':28} {'p50 s':>7} {'p95 s':>7} {'peak RSS MB':>12} {'runs':>5}")
-    for name, key in (("search.py", "cold_search"), ("search.py of --baseline", "cold_search_baseline"),
-                      ("naive sentence-transformers", "cold_naive")):
+    print(f"{'fresh process':32} {'p50 s':>7} {'p95 s':>7} {'peak RSS MB':>12} {'runs':>5}")
+    for name, key in (("search.py, resident searcher", "warm_search"), ("search.py --no-resident (cold)", "cold_search"),
+                      ("search.py of --baseline (cold)", "cold_search_baseline"), ("naive sentence-transformers", "cold_naive")):
         if key not in report:
             continue
         row = report[key]
-        print(f"{name:28} {row['p50_s']:7.3f} {row['p95_s']:7.3f} {row['peak_rss_mb']:12} {row['runs']:5}")
-    print(f"search.py is {report['speedup_p50']}x faster at p50")
+        print(f"{name:32} {row['p50_s']:7.3f} {row['p95_s']:7.3f} {row['peak_rss_mb']:12} {row['runs']:5}")
+    print(f"cold search.py is {report['speedup_p50']}x faster than naive at p50; warm takes {report['warm_vs_cold_p50']}x the cold p50")
+    if "cold_search_baseline" in report:
+        ratio = report["cold_search"]["p50_s"] / report["cold_search_baseline"]["p50_s"]
+        print(f"cold search.py against the baseline's: x{ratio:.2f} at p50")
     print(f"in-process query (embedding + hybrid retrieval): p50 {report['in_process_query_ms']['p50']} ms, "
           f"p95 {report['in_process_query_ms']['p95']} ms")
     if "in_process_vs_baseline" in report:

@@ -3,11 +3,13 @@
 
 Searchers (in-process loops: a warm retrieval.Searcher that follows published
 generations, as the MCP server does, and loops that open the index afresh each
-time; and fresh search.py processes) query the personal index while the corpus is edited and
+time; fresh search.py processes answered cold, and others answered by the
+resident searcher) query the personal index while the corpus is edited and
 index_personal.py runs are started and, most of the time, killed with SIGKILL
 at a random point. At the end one run completes, and its index is compared
 with a full rebuild of the same corpus. Reports searches, failures, kills and
-whether the index equals the rebuild; exits 1 on any failure.
+whether the index equals the rebuild, and how many answers the resident searcher
+gave and how many generations it left on disk; exits 1 on any failure.
 
     .venv/bin/python bench/soak.py --seconds 600          # by hand, for as long as you like
     .venv/bin/python bench/soak.py --seconds 30           # what tests/test_stress.py runs
@@ -15,6 +17,7 @@ whether the index equals the rebuild; exits 1 on any failure.
 
 import argparse
 import json
+import os
 import random
 import shutil
 import signal
@@ -70,9 +73,10 @@ def searcher(data: Path, stop: Path, mode: str, seed: int) -> int:
     while not stop.exists():
         query = rng.choice(QUERIES)
         try:
-            if mode == "cold":
+            if mode in ("cold", "resident"):
                 completed = subprocess.run([sys.executable, str(SCRIPTS / "search.py"), "--data-dir", str(data), "--index", "personal",
-                                            query], capture_output=True, text=True, timeout=120)
+                                            *(["--no-resident"] if mode == "cold" else []), query],
+                                           capture_output=True, text=True, timeout=120, env={**os.environ, "RAG_SEARCH_RESIDENT": "1"})
                 if completed.returncode != 0 or not json.loads(completed.stdout)["results"]:
                     raise RuntimeError(f"search.py exit {completed.returncode}: {completed.stderr.strip()[-300:]}")
             elif warm is not None:  # the stores stay open and are reopened when a run publishes
@@ -115,7 +119,7 @@ def index_run(data: Path, root: Path, *extra: str) -> subprocess.Popen:
                              "--data-dir", str(data), str(root), *extra], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 
 
-def soak(seconds: float, searchers: int, cold_searchers: int, notes: int, seed: int, work: Path) -> dict:
+def soak(seconds: float, searchers: int, cold_searchers: int, resident_searchers: int, notes: int, seed: int, work: Path) -> dict:
     rng = random.Random(seed)
     root, data, stop = work / "notes", work / "data", work / "stop"
     root.mkdir()
@@ -127,6 +131,7 @@ def soak(seconds: float, searchers: int, cold_searchers: int, notes: int, seed: 
         raise SystemExit(f"the first index run failed: {first.stderr.read().decode()[-1000:]}")
 
     modes = [("warm", "inprocess")[number % 2] for number in range(searchers)] + ["cold"] * cold_searchers
+    modes += ["resident"] * resident_searchers
     workers = [subprocess.Popen([sys.executable, __file__, "--searcher", str(data), str(stop), mode, str(seed + i)],
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
                for i, mode in enumerate(modes)]
@@ -160,6 +165,7 @@ def soak(seconds: float, searchers: int, cold_searchers: int, notes: int, seed: 
         else:
             reports.append(json.loads(stdout))
 
+    served, generations, log = resident_report(data, root) if resident_searchers else (None, None, None)
     final = index_run(data, root)
     final_ok = final.wait() == 0
     rebuild = index_run(work / "rebuilt", root, "--full")
@@ -174,7 +180,27 @@ def soak(seconds: float, searchers: int, cold_searchers: int, notes: int, seed: 
         "index_errors": index_errors[:5],
         "files": len(list(root.glob("*.md"))),
         "final_equals_full_rebuild": equal,
+        "resident_answers": served,
+        "generations_left_with_resident": generations,
+        "resident_log": log,
     }
+
+
+def resident_report(data: Path, root: Path) -> tuple[int, int, list[str]]:
+    """How many answers the resident searcher running now gave, how many generations are on disk after it had a second
+    to let go of those the runs replaced and one more run collected the garbage, and its log's last lines; it is
+    stopped."""
+    from rag_search import resident
+    from rag_search.config import load_settings
+
+    settings = load_settings(data_dir=str(data))
+    served = (resident.about(settings) or {}).get("answers", 0)
+    time.sleep(2.0)
+    index_run(data, root).wait()
+    generations = len([path for path in (data / "personal" / "generations").iterdir() if not path.name.startswith(".")])
+    resident.stop(settings)
+    log = resident.folder(settings) / "log"
+    return served, generations, log.read_text().splitlines()[-5:] if log.exists() else []
 
 
 def main() -> int:
@@ -184,20 +210,23 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seconds", type=float, default=300, help="how long to keep killing index runs (default 300)")
     parser.add_argument("--searchers", type=int, default=2, help="in-process search loops, warm and fresh in turn (default 2)")
-    parser.add_argument("--cold-searchers", type=int, default=1, help="loops of fresh search.py processes (default 1)")
+    parser.add_argument("--cold-searchers", type=int, default=1, help="loops of fresh search.py --no-resident processes (default 1)")
+    parser.add_argument("--resident-searchers", type=int, default=1,
+                        help="loops of fresh search.py processes, answered by the resident searcher (default 1)")
     parser.add_argument("--notes", type=int, default=60, help="notes in the corpus at the start (default 60)")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--json", type=Path, help="also write the report to this file")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="rag-soak-"))
     try:
-        report = soak(args.seconds, args.searchers, args.cold_searchers, args.notes, args.seed, work)
+        report = soak(args.seconds, args.searchers, args.cold_searchers, args.resident_searchers, args.notes, args.seed, work)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     print(json.dumps(report, indent=2))
     if args.json:
         args.json.write_text(json.dumps(report, indent=2))
     ok = report["search_failures"] == 0 and report["index_runs"]["failed"] == 0 and report["final_equals_full_rebuild"]
+    ok = ok and report["generations_left_with_resident"] in (None, 1, 2, 3)
     return 0 if ok else 1
 
 
