@@ -130,6 +130,8 @@ class Resident:
                 log.warning("refused a connection from uid %d", uid)
                 return
             request = receive(connection, MAX_REQUEST, time.monotonic() + REQUEST_SECONDS)
+            if not isinstance(request, dict):
+                return
             connection.sendall(b"+")
             if request.get("command") in ("about", "stop"):
                 send(connection, self.about())
