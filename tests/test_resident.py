@@ -356,3 +356,12 @@ def test_status_shows_the_searcher(warm):
     assert stopped.json["stopped"]["pid"] == before["pid"]
     warm.wait_for(lambda: not alive(before["pid"]))
     assert run_script("resident.py", "status", env=warm.env).json == {"resident": None}
+
+
+def test_a_data_dir_removed_during_warm_up_is_not_made_again(tmp_path):
+    from rag_search.resident_server import _listening
+
+    gone = tmp_path / "data" / "resident" / "socket"  # the data dir is gone: its resident folder cannot be made
+    with pytest.raises(FileNotFoundError), _listening(gone):
+        pass
+    assert not (tmp_path / "data").exists()

@@ -204,8 +204,9 @@ def _take_lock(path: Path) -> int | None:
 
 @contextlib.contextmanager
 def _listening(path: Path):
-    """A listening socket at `path`, 0600 in a folder only we can enter; removed when done (if still ours)."""
-    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    """A listening socket at `path`, 0600 in a folder only we can enter; removed when done (if still ours). Its
+    folder's parent must exist: a data dir removed while the searcher warmed up is not made again."""
+    path.parent.mkdir(mode=0o700, exist_ok=True)
     info = path.parent.lstat()
     if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid() or info.st_mode & 0o077:
         raise OSError(f"{path.parent} must be a folder of ours that only we can enter (mode 0700)")
