@@ -12,7 +12,6 @@ import logging
 import os
 import signal
 import sys
-import traceback
 import warnings
 from pathlib import Path
 
@@ -219,6 +218,8 @@ def run(action, json_errors: bool = True) -> int:
             if json_errors:
                 emit_json(error_payload(EXIT_STORE, "DiskFull", message, hint))
             return EXIT_STORE
+        import traceback  # here: a search answered by the resident searcher never needs it
+
         traceback.print_exc()
         print(f"error: unexpected {type(exc).__name__}: {exc} (hint: this is a bug; please report the traceback above)", file=sys.stderr)
         if json_errors:

@@ -8,7 +8,6 @@ import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import urlsplit
 
 from .errors import ConfigError
 
@@ -143,6 +142,8 @@ def chroma_server(url: str | None, raw_headers: str = "") -> ChromaServer | None
     """
     if not url:
         return None
+    from urllib.parse import urlsplit  # here: most settings name no server, and every search.py reads them
+
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.hostname or parts.path not in ("", "/") or parts.query:
         raise ConfigError(f"Chroma server URL {url!r} must be http(s)://host[:port] with no path")
