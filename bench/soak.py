@@ -130,6 +130,8 @@ def soak(seconds: float, searchers: int, cold_searchers: int, resident_searchers
     if first.wait() != 0:
         raise SystemExit(f"the first index run failed: {first.stderr.read().decode()[-1000:]}")
 
+    if resident_searchers:
+        start_resident(data)
     modes = [("warm", "inprocess")[number % 2] for number in range(searchers)] + ["cold"] * cold_searchers
     modes += ["resident"] * resident_searchers
     workers = [subprocess.Popen([sys.executable, __file__, "--searcher", str(data), str(stop), mode, str(seed + i)],
@@ -184,6 +186,20 @@ def soak(seconds: float, searchers: int, cold_searchers: int, resident_searchers
         "generations_left_with_resident": generations,
         "resident_log": log,
     }
+
+
+def start_resident(data: Path) -> None:
+    """One search leaves a resident searcher behind; wait until it answers, so that it serves during the whole soak
+    however busy the machine is (its warm-up takes seconds then)."""
+    from rag_search import resident
+    from rag_search.config import load_settings
+
+    subprocess.run([sys.executable, str(SCRIPTS / "search.py"), "--data-dir", str(data), "--index", "personal", QUERIES[0]],
+                   capture_output=True, timeout=300, env={**os.environ, "RAG_SEARCH_RESIDENT": "1"})
+    settings = load_settings(data_dir=str(data))
+    deadline = time.monotonic() + 300
+    while resident.about(settings) is None and time.monotonic() < deadline:
+        time.sleep(0.2)
 
 
 def resident_report(data: Path, root: Path) -> tuple[int, int, list[str]]:
