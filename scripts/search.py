@@ -100,12 +100,14 @@ def search(args: argparse.Namespace) -> int:
     """Answered by the resident searcher when one runs for these settings (started after a cold answer otherwise)."""
     from rag_search import resident
 
+    settings = cli.settings(args)
+
     def cold() -> int:
         from rag_search import answers
 
-        return answers.search(args)
+        return answers.search(args, settings)
 
-    return resident.answer("search", args, cli.settings(args), cold, off=args.no_resident)
+    return resident.answer("search", args, settings, cold, off=args.no_resident)
 
 
 if __name__ == "__main__":

@@ -14,16 +14,12 @@ from . import cli, output
 from .config import Settings
 
 
-def search(args: argparse.Namespace, warm=None) -> int:
-    """Print the answer to search.py's `args` on stdout (notes on stderr); the exit code. `warm`: a WarmIndex to
-    answer from, whose settings are those of `args` (the resident searcher checked that)."""
-    if warm is None:
-        settings = cli.settings(args, recency_half_life=args.recency_half_life)
-        result, stale = _cold(args, settings)
-    else:
-        settings = dataclasses.replace(warm.settings, recency_half_life_days=args.recency_half_life
-                                       or warm.settings.recency_half_life_days)
-        result, stale = _warm(args, settings, warm)
+def search(args: argparse.Namespace, settings: Settings, warm=None) -> int:
+    """Print the answer to search.py's `args` on stdout (notes on stderr); the exit code. `settings`: those of `args`
+    (the client's, or the resident searcher's, which checked that they are the same); `warm`: a WarmIndex to answer
+    from."""
+    settings = dataclasses.replace(settings, recency_half_life_days=args.recency_half_life or settings.recency_half_life_days)
+    result, stale = _cold(args, settings) if warm is None else _warm(args, settings, warm)
     payload = output.result_payload(result, metadata_only=args.metadata_only, explain=args.explain, verbose=args.verbose)
     if stale:
         payload["stale"] = stale

@@ -162,7 +162,7 @@ class Resident:
             return
         args = argparse.Namespace(**arguments)
         with _captured(request.get("tty") is True) as (out, err):
-            code = cli.run(lambda: command(args, self.warm), json_errors=getattr(args, "format", "json") == "json")
+            code = cli.run(lambda: command(args, self.settings, self.warm), json_errors=getattr(args, "format", "json") == "json")
         _reply(connection, {"code": code, "stdout": out.getvalue(), "stderr": err.getvalue()})
         self.answers += 1
         self.last_request = time.monotonic()

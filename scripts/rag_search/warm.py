@@ -72,10 +72,10 @@ class WarmIndex:
         """
         if time.monotonic() - self._looked_at < self.freshness_pause:
             return self._stale
-        if self._stamps is not None and stamps(self._watched) == self._stamps:
+        before = stamps(self._watched) if self._watched else None
+        if self._stamps is not None and before == self._stamps:
             self._looked_at = time.monotonic()
             return self._stale
-        before = stamps(self._watched) if self._watched else None
         changes = find_changes(self.settings)
         watched = changes.watched if changes is not None else None
         self._stamps = before if watched is not None and watched == self._watched else None
