@@ -229,6 +229,16 @@ def test_a_searcher_of_another_version_gives_way(warm, tmp_path):
         process.wait()
 
 
+def test_the_same_interpreter_spelled_another_way_is_answered_warm(warm):
+    before = warm.started()
+    interpreter = Path(sys.executable)
+    relative = Path("..") / interpreter.parent.name / interpreter.name  # bin/../bin/python: run from bin, as `../.venv/bin/python`
+    completed = subprocess.run([str(relative), str(SCRIPTS / "search.py"), QUERY], cwd=interpreter.parent,
+                               env={**os.environ, **warm.env}, capture_output=True, text=True, timeout=300)
+    assert (completed.returncode, completed.stdout) == (0, warm.cold(QUERY).stdout)
+    assert answered_warm(warm, before), warm.log()
+
+
 def test_other_settings_replace_the_searcher(warm):
     before = warm.started()
     config = warm.data.parent / "config.json"

@@ -66,10 +66,11 @@ def socket_path(settings: Settings) -> Path:
 
 def identity(settings: Settings) -> str:
     """What a searcher must share with a client to answer for it: the settings, the interpreter and the code (every
-    source file's size and mtime, so an update of the skill replaces the searcher)."""
+    source file's size and mtime, so an update of the skill replaces the searcher). The interpreter's path is
+    normalised: `../.venv/bin/python` run from scripts/ is the same interpreter, and must not replace the searcher."""
     code = sorted((str(path), path.stat().st_size, path.stat().st_mtime_ns) for path in (SKILL_DIR / "scripts").rglob("*.py"))
     settings_text = repr(dataclasses.replace(settings, warnings=(), wait_seconds=0))
-    return hashlib.sha256(json.dumps([PROTOCOL, sys.executable, sys.version, settings_text, code]).encode()).hexdigest()
+    return hashlib.sha256(json.dumps([PROTOCOL, os.path.normpath(sys.executable), sys.version, settings_text, code]).encode()).hexdigest()
 
 
 def peer(sock: socket.socket) -> tuple[int, int]:
