@@ -5,11 +5,11 @@ import argparse
 import logging
 import sys
 
-from rag_search.cli import use_project_venv
+from rag_search.launch import use_project_venv
 
 use_project_venv()
 
-from rag_search import cli  # noqa: E402
+from rag_search import cli, logs  # noqa: E402
 from rag_search.errors import EXIT_PARTIAL, ConfigError, IndexNotBuilt, RagSearchError, UsageError  # noqa: E402
 
 log = logging.getLogger("rag_search")
@@ -63,7 +63,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    cli.setup_logging(args.quiet)
+    logs.setup_logging(args.quiet)
     return cli.run(lambda: dispatch(args))
 
 

@@ -4,7 +4,7 @@
 import argparse
 import sys
 
-from rag_search.cli import use_project_venv
+from rag_search.launch import use_project_venv
 
 use_project_venv()
 
@@ -29,7 +29,10 @@ output (JSON on stdout, one line unless stdout is a terminal):
     "shown": [{"id", "index", "heading", "text"}]}: the chunk and --context chunks either side
 
 Why a script of its own rather than search.py --get: it takes no query, needs no
-model (it starts in a fraction of search's time) and has flags of its own."""
+model (it starts in a fraction of search's time) and has flags of its own.
+
+resident searcher: like search.py, answered by the warm searcher when one runs for
+these settings (the same JSON; RAG_SEARCH_RESIDENT=0 for a cold call)."""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -47,42 +50,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    cli.setup_logging(quiet=True)
     return cli.run(lambda: get(args), json_errors=args.format == "json")
 
 
 def get(args: argparse.Namespace) -> int:
-    from rag_search.documents import get as read_back
-    from rag_search.isolation import run_isolated
-    from rag_search.store import nothing_built, open_published
+    """Answered by the resident searcher when one runs for these settings, as search.py is."""
+    from rag_search import resident
 
-    settings = cli.settings(args)
-
-    def read(_receive):
-        """In a child process, like search.py: a damaged store must not crash us."""
-        stores = open_published(settings)  # reading text back needs no model
-        if not stores:
-            raise nothing_built()
-        try:
-            return read_back(stores, args.reference, args.context, settings.data_dir, settings.max_file_bytes,
-                             section=args.section, max_chars=args.max_chars)
-        finally:
-            for store in stores.values():
-                store.close()
-
-    found = run_isolated(read, lambda: None)
-    print(cli.to_json(found) if args.format == "json" else to_text(found))
-    return 0
-
-
-def to_text(found: dict) -> str:
-    where = found.get("url") or found.get("path") or found["file"]
-    if "text" in found:
-        part = f" · {found['section']}" if "section" in found else ""
-        cut = f"\n\n[cut at {len(found['text'])} of {found['total_chars']} characters]" if found.get("truncated") else ""
-        return f"{where}{part} ({found['from']})\n\n{found['text']}{cut}"
-    return "\n\n".join(f"--- {where} · {item['heading']} [{item['index'] + 1}/{found['chunks']}]\n{item['text']}"
-                       for item in found["shown"])
+    return resident.answer("get", args, cli.settings(args))
 
 
 if __name__ == "__main__":

@@ -6,11 +6,11 @@ import os
 import sys
 from pathlib import Path
 
-from rag_search.cli import use_project_venv
+from rag_search.launch import use_project_venv
 
 use_project_venv()
 
-from rag_search import cli  # noqa: E402
+from rag_search import cli, logs  # noqa: E402
 from rag_search.config import expand, load_settings  # noqa: E402
 from rag_search.timer import (  # noqa: E402
     INSTALL_STEPS,
@@ -58,7 +58,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    cli.setup_logging(quiet=True)
+    logs.setup_logging(quiet=True)
     return cli.run(lambda: uninstall(args) if args.uninstall else install(args))
 
 

@@ -4,11 +4,11 @@
 import argparse
 import sys
 
-from rag_search.cli import use_project_venv
+from rag_search.launch import use_project_venv
 
 use_project_venv()
 
-from rag_search import cli  # noqa: E402
+from rag_search import cli, logs  # noqa: E402
 
 EXIT_CODES = (0, 1, 2, 5, 6)
 MEANINGS = {0: "the client closed the connection", 6: "bad input: the config file"}
@@ -46,7 +46,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    cli.setup_logging(quiet=True)
+    logs.setup_logging(quiet=True)
     return cli.run(lambda: serve(args), json_errors=False)  # stdout is the protocol's: errors go to stderr only
 
 

@@ -4,11 +4,12 @@
 import argparse
 import sys
 
-from rag_search.cli import use_project_venv
+from rag_search.launch import use_project_venv
 
 use_project_venv()
 
-from rag_search import cli  # noqa: E402
+from rag_search import cli, logs  # noqa: E402
+from rag_search.answers import print_memory  # noqa: E402
 from rag_search.config import DEFAULT_WAIT_SECONDS  # noqa: E402
 from rag_search.errors import EXIT_CONFIG  # noqa: E402
 
@@ -44,7 +45,10 @@ config file > <first personal root>/memory/memory.json. It holds a JSON array of
 stdout: JSON ({"memory_file", "entries": [...]} for list and query; {"added", "created", "indexed"} for
 add; {"removed"|"updated"|"deleted", "entries", "files": [{"file", "entries", "action", "backup"}],
 "backup", "indexed"} for remove, update, clear, and "would_remove"|"would_update"|"would_delete" without
---yes); --format text prints a table for people."""
+--yes); --format text prints a table for people.
+
+list and query are answered by the resident searcher when one runs (as search.py is), unless
+--memory-file is given; RAG_SEARCH_RESIDENT=0 for a cold call."""
 
 WAIT_HELP = ("how long to wait for an index run that holds the personal index before leaving the change unindexed "
              f'("indexed": false; default {DEFAULT_WAIT_SECONDS:g})')
@@ -96,43 +100,21 @@ def _entry_fields(sub: argparse.ArgumentParser, blank_context: str = "", blank_t
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    cli.setup_logging(quiet=True)
+    logs.setup_logging(quiet=True)
     return cli.run(lambda: COMMANDS[args.command](args, cli.settings(args, memory_file=args.memory_file)),
                    json_errors=args.format == "json")
 
 
 def do_list(args, settings) -> int:
-    from rag_search import memory
+    from rag_search import resident
 
-    entries, problem = memory.listing(settings, _filters(args), args.loop_id)
-    if problem is not None:
-        print(f"warning: {problem} (hint: {problem.hint})", file=sys.stderr)
-    _emit(args, {"memory_file": str(settings.memory_file), "count": len(entries), "entries": [_entry_json(e) for e in entries]})
-    return 0
+    return resident.answer("memory_list", args, settings, off=args.memory_file is not None)  # a searcher has the default file
 
 
 def do_query(args, settings) -> int:
-    from rag_search import memory
-    from rag_search.embedding import find_model, query_embedder
-    from rag_search.isolation import run_isolated
-    from rag_search.retrieval import open_stores, search
-    from rag_search.store import fingerprint
+    from rag_search import resident
 
-    options = memory.query_options(settings, _filters(args), args.top_k, args.loop_id)
-    model = find_model(settings.model_dir)
-
-    def read_index(receive_vector):
-        stores, _ = open_stores(settings, "personal", fingerprint(model, settings.embedding))
-        try:
-            return search(stores, args.text, receive_vector(), options).hits
-        finally:
-            for store in stores.values():
-                store.close()
-
-    hits = run_isolated(read_index, lambda: query_embedder(settings.data_dir, model, settings.embedding).embed([args.text])[0])
-    _emit(args, {"query": args.text, "memory_file": str(settings.memory_file),
-                 "entries": memory.query_entries(hits, args.top_k, args.loop_id)})
-    return 0
+    return resident.answer("memory_query", args, settings, off=args.memory_file is not None)
 
 
 def do_add(args, settings) -> int:
@@ -143,7 +125,7 @@ def do_add(args, settings) -> int:
                            args.entry_id)
     if "reindex" in answer:
         print(f"note: the entry is in {settings.memory_file}, but not indexed yet: {answer['reindex']}", file=sys.stderr)
-    _emit(args, answer)
+    print_memory(args, answer)
     return 0
 
 
@@ -169,46 +151,20 @@ def do_clear(args, settings) -> int:
 
 def _edited(args, answer: dict, done: str) -> int:
     """Print what remove, update or clear did; without --yes, what they would do, and exit 6 (nothing was changed)."""
+    from rag_search.output import MEMORY_PREVIEWS
+
     if not args.yes:
-        count = answer[PREVIEWS[done]]
-        _emit(args, {**answer, "hint": "rerun with --yes to apply it (each file changed is backed up first)"})
+        count = answer[MEMORY_PREVIEWS[done]]
+        print_memory(args, {**answer, "hint": "rerun with --yes to apply it (each file changed is backed up first)"})
         print(f"error: {count} entries would be {done}; nothing was (hint: add --yes)", file=sys.stderr)
         return EXIT_CONFIG
     if "reindex" in answer:
         print(f"note: the files are changed, but not indexed yet: {answer['reindex']}", file=sys.stderr)
-    _emit(args, answer)
+    print_memory(args, answer)
     return 0
 
 
-PREVIEWS = {"removed": "would_remove", "updated": "would_update", "deleted": "would_delete"}
 COMMANDS = {"list": do_list, "query": do_query, "add": do_add, "remove": do_remove, "update": do_update, "clear": do_clear}
-
-
-def _filters(args):
-    from rag_search import memory
-
-    return memory.entry_filters(args.since, args.types, args.tags)
-
-
-def _entry_json(entry) -> dict:
-    return {**entry.fields, "file": entry.file}
-
-
-def _emit(args, payload: dict) -> None:
-    if args.format == "json":
-        cli.emit_json(payload)
-        return
-    rows = [row.get("after", row) for row in payload.get("entries") or ([payload["added"]] if "added" in payload else [])]
-    print(f"{len(rows)} entries · {payload.get('memory_file', '')}")
-    print(f"{'ID':<18} {'Type':<16} {'Loop':<10} {'Iter':>4}  {'Date':<10}  Lesson")
-    for row in rows:
-        print(f"{str(row.get('id', '')):<18} {str(row.get('type', '')):<16} {str(row.get('loopId', '')):<10} "
-              f"{str(row.get('iteration', '')):>4}  {str(row.get('createdAt', ''))[:10]:<10}  {row.get('lesson', '')}")
-    for key in ("created", *PREVIEWS, *PREVIEWS.values(), "remaining", "backup", "indexed", "reindex"):
-        if key in payload:
-            print(f"{key}: {payload[key]}")
-    for change in payload.get("files", []):
-        print(f"{change['action']}: {change['file']}" + (f" (backup {change['backup']})" if change["backup"] else ""))
 
 
 if __name__ == "__main__":

@@ -9,11 +9,11 @@ import argparse
 import json
 import sys
 
-from rag_search.cli import use_project_venv
+from rag_search.launch import use_project_venv
 
 use_project_venv()
 
-from rag_search import cli  # noqa: E402
+from rag_search import cli, logs  # noqa: E402
 
 EXIT_CODES = (0, 1, 2, 6)
 MEANINGS = {0: "success (also when no searcher runs)", 6: "bad input: the config file"}
@@ -33,7 +33,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    cli.setup_logging(quiet=args.action != "serve")
+    logs.setup_logging(quiet=args.action != "serve")
     return cli.run(lambda: act(args))
 
 

@@ -4,7 +4,7 @@
 import argparse
 import sys
 
-from rag_search.cli import use_project_venv
+from rag_search.launch import use_project_venv
 
 use_project_venv()
 
@@ -92,7 +92,6 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if not args.query.strip():
         parser.error("the query is empty; give the question in plain words (a query starting with - goes after --)")
-    cli.setup_logging(quiet=True)
     return cli.run(lambda: search(args), json_errors=args.format == "json")
 
 
@@ -100,14 +99,7 @@ def search(args: argparse.Namespace) -> int:
     """Answered by the resident searcher when one runs for these settings (started after a cold answer otherwise)."""
     from rag_search import resident
 
-    settings = cli.settings(args)
-
-    def cold() -> int:
-        from rag_search import answers
-
-        return answers.search(args, settings)
-
-    return resident.answer("search", args, settings, cold, off=args.no_resident)
+    return resident.answer("search", args, cli.settings(args), off=args.no_resident)
 
 
 if __name__ == "__main__":

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import SCRIPTS, resident_searchers, run_script
+from conftest import EXAMPLES, SCRIPTS, resident_searchers, run_script
 
 pytestmark = pytest.mark.skipif(not hasattr(socket, "SO_PEERCRED"), reason="the resident searcher needs Linux peer credentials")
 
@@ -139,6 +139,50 @@ def test_every_option_answers_the_same_warm_and_cold(warm):
         before = warm.about()
         same(warm.search(*args), cold)
         assert answered_warm(warm, before) == (case in CASES), case
+
+
+# The other scripts the searcher answers for: get.py, status.py, memory.py list and query ({file}, {id}: a search result's).
+OTHER_CASES = [
+    ["get.py", "{file}"],
+    ["get.py", "{file}", "--section", "nonesuch"],  # exit 2, the same error
+    ["get.py", "{file}", "--max-chars", "80", "--format", "text"],
+    ["get.py", "{id}", "--context", "2"],
+    ["get.py", "no/such/file.md"],
+    ["status.py"],
+    ["status.py", "--format", "text"],
+    ["memory.py", "list", "--type", "lesson_learned"],
+    ["memory.py", "--format", "text", "list"],
+    ["memory.py", "query", "caching", "--top-k", "2"],
+    ["memory.py", "--format", "text", "query", "retry the flaky test", "--tag", "ci"],
+]
+
+
+def without_moments(case: list[str], stdout: str) -> str:
+    """status.py's answer without what changes between two calls: the index's age in seconds, the searcher's memory
+    and answer count."""
+    if case[0] != "status.py":
+        return stdout
+    if "--format" in case:
+        return "\n".join(line for line in stdout.splitlines() if "published" not in line and "resident searcher" not in line)
+    report = json.loads(stdout)
+    for collection in report["collections"].values():
+        collection.pop("age_seconds", None)
+    report["resident"] = report["resident"] and report["resident"]["pid"]
+    return json.dumps(report)
+
+
+def test_the_other_scripts_answer_the_same_warm_and_cold(warm):
+    warm.env["RAG_SEARCH_MEMORY_FILE"] = str(EXAMPLES / "memory" / "memory.json")
+    first = warm.search(QUERY).json["results"][0]
+    warm.wait_for(warm.about)
+    for case in OTHER_CASES:
+        args = [part.format(file=first["file"], id=first["id"]) for part in case]
+        cold = run_script(*args, env={**warm.env, "RAG_SEARCH_RESIDENT": "0"})
+        before = warm.about()
+        answer = run_script(*args, env=warm.env)
+        assert (answer.code, without_moments(case, answer.stdout)) == (cold.code, without_moments(case, cold.stdout)), case
+        assert answer.stderr == cold.stderr, case
+        assert answered_warm(warm, before), case
 
 
 def test_a_warm_client_stays_small_and_imports_no_heavy_library(warm):

@@ -1,24 +1,27 @@
-"""What search.py prints for a parsed command line, answered cold or warm by the same code.
+"""What the reading scripts print for a parsed command line (search.py, get.py, status.py, memory.py list and
+query), answered cold or warm by the same code.
 
 Cold: this process embeds the query while a child process opens the index and
-searches it (isolation.py: a damaged store must not crash the caller). Warm: the
+reads it (isolation.py: a damaged store must not crash the caller). Warm: the
 resident searcher's WarmIndex answers, already loaded. Both print through the same
 formatting, so the resident searcher's answer is the cold answer, byte for byte.
+Where the warm index cannot serve (an index of another model, say), the searcher
+answers the cold way, which says what is wrong as a cold call would.
 """
 
 import argparse
-import dataclasses
 import sys
 
 from . import cli, output
 from .config import Settings
+from .errors import RagSearchError
 
 
 def search(args: argparse.Namespace, settings: Settings, warm=None) -> int:
     """Print the answer to search.py's `args` on stdout (notes on stderr); the exit code. `settings`: those of `args`
     (the client's, or the resident searcher's, which checked that they are the same); `warm`: a WarmIndex to answer
     from."""
-    settings = dataclasses.replace(settings, recency_half_life_days=args.recency_half_life or settings.recency_half_life_days)
+    settings = settings._replace(recency_half_life_days=args.recency_half_life or settings.recency_half_life_days)
     result, stale = _cold(args, settings) if warm is None else _warm(args, settings, warm)
     payload = output.result_payload(result, metadata_only=args.metadata_only, explain=args.explain, verbose=args.verbose)
     if stale:
@@ -101,3 +104,112 @@ def _freshen_cold(settings: Settings) -> dict | None:
         return None
     print(stale_note(changes), file=sys.stderr)
     return stale_report(changes)
+
+
+def get(args: argparse.Namespace, settings: Settings, warm=None) -> int:
+    """get.py: the document, section or chunk `args.reference` names."""
+    from .documents import get as read_back
+
+    def read(stores):
+        return read_back(stores, args.reference, args.context, settings.data_dir, settings.max_file_bytes, section=args.section,
+                         max_chars=args.max_chars)
+
+    found = _read_published(settings, warm, read, needs_index=True)
+    print(cli.to_json(found) if args.format == "json" else output.document_text(found))
+    return 0
+
+
+def status(args: argparse.Namespace, settings: Settings, warm=None) -> int:
+    """status.py: what is indexed and how fresh, and the timer (asked of systemd while the index is read)."""
+    from .status import collect
+    from .timer import timer_state
+
+    report = _read_published(settings, warm, lambda stores: collect(settings, stores, with_timer=False),
+                             beside=lambda: timer_state(settings.unit_dir))
+    print(cli.to_json(report) if args.format == "json" else output.status_text(report))
+    return 0
+
+
+def _read_published(settings: Settings, warm, read, beside=None, needs_index: bool = False):
+    """read(stores) over the published collections, with beside()'s value as "timer" when given: from the warm
+    index's open stores, or (cold, or when they cannot serve) in a child process that opens them (no model needed)."""
+    if warm is not None:
+        try:
+            stores = warm.searcher().refresh()
+        except RagSearchError:
+            stores = None
+        if stores is not None:
+            found = read(stores)
+            return {**found, "timer": beside()} if beside else found
+    from .isolation import run_isolated
+    from .store import nothing_built, open_published
+
+    def in_child(receive):
+        stores = open_published(settings)
+        try:
+            if needs_index and not stores:
+                raise nothing_built()
+            found = read(stores)
+            return {**found, "timer": receive()} if beside else found
+        finally:
+            for store in stores.values():
+                store.close()
+
+    return run_isolated(in_child, beside or (lambda: None))
+
+
+def memory_list(args: argparse.Namespace, settings: Settings, warm=None) -> int:
+    """memory.py list: the memory entries, newest first (a file read: warm or cold alike)."""
+    from . import memory
+
+    entries, problem = memory.listing(settings, memory.entry_filters(args.since, args.types, args.tags), args.loop_id)
+    if problem is not None:
+        print(f"warning: {problem} (hint: {problem.hint})", file=sys.stderr)
+    print_memory(args, {"memory_file": str(settings.memory_file), "count": len(entries),
+                         "entries": [{**entry.fields, "file": entry.file} for entry in entries]})
+    return 0
+
+
+def memory_query(args: argparse.Namespace, settings: Settings, warm=None) -> int:
+    """memory.py query: the entries closest to `args.text`, by meaning and keywords."""
+    from . import memory
+
+    options = memory.query_options(settings, memory.entry_filters(args.since, args.types, args.tags), args.top_k, args.loop_id)
+    try:
+        hits = warm.searcher().search(args.text, options, "personal").hits if warm is not None else None
+    except RagSearchError:
+        hits = None  # the cold way says what is wrong as a cold call would
+    if hits is None:
+        hits = _cold_hits(args.text, options, settings)
+    print_memory(args, {"query": args.text, "memory_file": str(settings.memory_file),
+                         "entries": memory.query_entries(hits, args.top_k, args.loop_id)})
+    return 0
+
+
+def _cold_hits(text: str, options, settings: Settings):
+    from .embedding import find_model, query_embedder
+    from .isolation import run_isolated
+    from .retrieval import open_stores
+    from .retrieval import search as run_search
+    from .store import fingerprint
+
+    model = find_model(settings.model_dir)
+
+    def read_index(receive_vector):
+        stores, _ = open_stores(settings, "personal", fingerprint(model, settings.embedding))
+        try:
+            return run_search(stores, text, receive_vector(), options).hits
+        finally:
+            for store in stores.values():
+                store.close()
+
+    return run_isolated(read_index, lambda: query_embedder(settings.data_dir, model, settings.embedding).embed([text])[0])
+
+
+def print_memory(args: argparse.Namespace, payload: dict) -> None:
+    """What every memory.py command prints: the JSON, or the text for --format text."""
+    print(cli.to_json(payload) if args.format == "json" else output.memory_text(payload), flush=True)
+
+
+# What a client may ask the resident searcher for (resident.answer), with the function that answers it either way.
+COMMANDS = {"search": search, "get": get, "status": status, "memory_list": memory_list, "memory_query": memory_query}

@@ -1,4 +1,4 @@
-"""What the scripts share: the skill's own venv, stderr logging, JSON on stdout, exit codes.
+"""What the scripts share: argument parsing, JSON on stdout, exit codes (launch.py: the venv; logs.py: stderr logging).
 
 stdout carries exactly one JSON document (or the --format text rendering);
 everything else goes to stderr. Package code raises typed errors; `run` turns
@@ -8,14 +8,10 @@ documented exit code.
 
 import argparse
 import json
-import logging
-import os
 import signal
 import sys
-import warnings
-from pathlib import Path
 
-from .config import DEFAULT_WAIT_SECONDS, SKILL_DIR, Settings, load_settings
+from .config import DEFAULT_WAIT_SECONDS, Settings, load_settings
 from .errors import (
     EXIT_FAILURE,
     EXIT_INTERRUPTED,
@@ -27,26 +23,10 @@ from .errors import (
     exit_codes_help,
     is_disk_full,
 )
-from .telemetry import keep_libraries_local
 
-VENV_DIR = SKILL_DIR / ".venv"
 INDEX_EXIT_CODES = (0, 1, 2, 4, 5, 6, 7, 8, 9)  # what the scripts that write the index can return
 STOPPED_HINT = ("the index published before still serves (a stopped index run publishes nothing and removes its unfinished "
                 "work); run the command again if it is still needed")
-
-
-def use_project_venv() -> None:
-    """Turn the libraries' telemetry off, then re-run the script under the skill's .venv when started by another interpreter.
-
-    Every script calls this first, before anything imports a library, so it is where the switches are set (the re-run
-    inherits them). Agents and users call scripts/search.py directly; its `python3` shebang may find a Python without
-    our packages.
-    """
-    keep_libraries_local()
-    python = VENV_DIR / "bin" / "python"
-    already = Path(sys.executable) == python  # a .venv without pyvenv.cfg keeps another sys.prefix: never re-run twice
-    if python.is_file() and Path(sys.prefix).resolve() != VENV_DIR.resolve() and not already:
-        os.execv(str(python), [str(python), *sys.argv])
 
 
 class Parser(argparse.ArgumentParser):
@@ -138,37 +118,6 @@ def settings(args: argparse.Namespace, **extra) -> Settings:
     """The settings for this command line: its flags over the environment, the config file and the defaults."""
     return load_settings(data_dir=args.data_dir, chroma_url=getattr(args, "chroma_url", None), sources=getattr(args, "sources", None),
                          wait=getattr(args, "wait", None), **extra)
-
-
-class _Formatter(logging.Formatter):
-    """One line a message (for journald and agents): control characters in arguments, such as a
-    newline in a file name, are escaped; a traceback, given as exc_info, follows on its own lines."""
-
-    def format(self, record: logging.LogRecord) -> str:
-        if isinstance(record.args, tuple):
-            record.args = tuple(_escape(arg) if isinstance(arg, str) else arg for arg in record.args)
-        message = record.getMessage()
-        line = message if record.levelno < logging.WARNING else f"{record.levelname.lower()}: {message}"
-        return f"{line}\n{self.formatException(record.exc_info)}" if record.exc_info else line
-
-
-def _escape(text: str) -> str:
-    return "".join(char if char.isprintable() or char == " " else repr(char)[1:-1] for char in text)
-
-
-def setup_logging(quiet: bool = False) -> None:
-    """Our messages on stderr (progress and routine warnings only without --quiet); third-party chatter silenced."""
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(_Formatter())
-    if quiet:
-        handler.addFilter(lambda record: not getattr(record, "routine", False))
-    logger = logging.getLogger("rag_search")
-    logger.handlers[:] = [handler]
-    logger.setLevel(logging.WARNING if quiet else logging.INFO)
-    logger.propagate = False
-    for noisy in ("chromadb", "sentence_transformers", "transformers", "httpx", "urllib3", "git"):
-        logging.getLogger(noisy).setLevel(logging.ERROR)
-    warnings.filterwarnings("ignore")
 
 
 def to_json(payload: dict) -> str:

@@ -21,11 +21,12 @@ from urllib.parse import quote
 
 from . import dates
 from .atomic import write_atomically
+from .config import DATA_DIR_MARKER
 from .errors import ConfigError, DiskFull, StoreError, is_disk_full
 
 log = logging.getLogger("rag_search")
 
-MARKER = ".rag-search"
+MARKER = DATA_DIR_MARKER
 SOURCE_MARKER = ".rag-search-source"
 COLLECTIONS = ("personal", "docs")
 # What rag-search puts at the top of a data dir, this version or an earlier one.

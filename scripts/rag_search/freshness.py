@@ -121,7 +121,7 @@ def bring_in(settings: Settings, changes: Changes) -> bool:
     from .runs import index_run
 
     try:
-        with index_run(dataclasses.replace(settings, wait_seconds=0), COLLECTION) as run:
+        with index_run(settings._replace(wait_seconds=0), COLLECTION) as run:
             report = index_files(run.store, run.pipeline, settings, [*changes.changed, *changes.gone], changes.roots)
     except IndexBusy:
         return False

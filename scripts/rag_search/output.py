@@ -13,8 +13,10 @@ so --metadata-only, which prints no chunk text, fits more results in the same bu
 
 import json
 import math
+from typing import TYPE_CHECKING
 
-from .retrieval import SearchResult
+if TYPE_CHECKING:  # memory.py list renders through here without loading the search libraries
+    from .retrieval import SearchResult
 
 CHARS_PER_TOKEN = 4  # the usual estimate for English text, code and JSON
 
@@ -30,7 +32,7 @@ RECORD_METADATA = ("type", "status", "category", "context", "tags")
 FILE_METADATA = ("path", "url", "date", "doc_version", "commit", "tags")
 
 
-def result_payload(result: SearchResult, metadata_only: bool = False, explain: bool = False, verbose: bool = False) -> dict:
+def result_payload(result: "SearchResult", metadata_only: bool = False, explain: bool = False, verbose: bool = False) -> dict:
     """The design's schema (query, results with rank, score, source, file, id, chunk, metadata,
     searched_collections, total_chunks_searched), extended with mode and truncated."""
     results = []
@@ -156,4 +158,70 @@ def to_text(payload: dict) -> str:
     lines.append(f"searched {', '.join(payload['searched_collections'])}: {payload['total_chunks_searched']} chunks, {payload['mode']}")
     if payload["truncated"]:
         lines.append("(more results did not fit in --max-tokens)")
+    return "\n".join(lines)
+
+
+def document_text(found: dict) -> str:
+    """get.py --format text."""
+    where = found.get("url") or found.get("path") or found["file"]
+    if "text" in found:
+        part = f" · {found['section']}" if "section" in found else ""
+        cut = f"\n\n[cut at {len(found['text'])} of {found['total_chars']} characters]" if found.get("truncated") else ""
+        return f"{where}{part} ({found['from']})\n\n{found['text']}{cut}"
+    return "\n\n".join(f"--- {where} · {item['heading']} [{item['index'] + 1}/{found['chunks']}]\n{item['text']}"
+                       for item in found["shown"])
+
+
+def status_text(report: dict) -> str:
+    """status.py --format text."""
+    lines = [f"data dir {report['data_dir']}"]
+    for name, collection in report["collections"].items():
+        if not collection["built"]:
+            lines.append(f"{name}: not built ({collection['hint']})")
+            continue
+        age = collection["age_seconds"]
+        where = collection.get("generation") or collection.get("server")
+        lines.append(f"{name}: {collection['documents']} documents, {collection['chunks']} chunks, {where}"
+                     + (f", published {age // 3600} h {age % 3600 // 60} min ago" if age is not None else "")
+                     + (f", {collection['size_bytes'] / 1e6:.1f} MB ({collection['disk_bytes'] / 1e6:.1f} MB on disk)"
+                        if collection.get("disk_bytes") is not None else ""))
+        lines += [f"  large file {large['file']}: {large['chunks']} chunks, {large['share']:.0%} of them"
+                  for large in collection.get("large_files", [])]
+    for root in report["personal_roots"]:
+        changes = root["changed_since_index"]
+        changed = changes if isinstance(changes, str) else ", ".join(f"{count} {what.replace('_', ' ')}" for what, count in changes.items()
+                                                                      if what != "examples")
+        lines.append(f"root {root['root']}: {root['documents']} documents, last indexed {root['last_indexed'] or 'never'}"
+                     + (f", last error: {root['last_error']}" if root["last_error"] else "")
+                     + (f", {root['skipped_count']} skipped (e.g. {root['skipped'][0]['file']}: {root['skipped'][0]['reason']})"
+                        if root["skipped"] else "") + f"; on disk since: {changed}")
+    sources = report["doc_sources"]
+    if isinstance(sources, dict):  # the registry cannot be read
+        lines.append(f"registry {sources['registry']}: {sources['error']} (hint: {sources['hint']})")
+        sources = sources["indexed"]
+    for source in sources:
+        lines.append(f"source {source['id']}: {source['documents']} documents, last indexed {source.get('last_indexed') or 'never'}"
+                     + (f", last error: {source['last_error']}" if source.get("last_error") else ""))
+    searcher = report["resident"]
+    lines.append(f"resident searcher: pid {searcher['pid']} since {searcher['since']}, {searcher['answers']} answers, "
+                 f"{(searcher['rss_bytes'] or 0) / 1e6:.0f} MB" if searcher else "resident searcher: none running")
+    timer = report["timer"]
+    lines.append(f"timer: installed {timer['installed']}, last run {timer['last_run'] or 'never'}, next {timer['next_run'] or 'none'}")
+    return "\n".join(lines)
+
+
+MEMORY_PREVIEWS = {"removed": "would_remove", "updated": "would_update", "deleted": "would_delete"}
+
+
+def memory_text(payload: dict) -> str:
+    """memory.py --format text: the entries as a table, then what the command did."""
+    rows = [row.get("after", row) for row in payload.get("entries") or ([payload["added"]] if "added" in payload else [])]
+    lines = [f"{len(rows)} entries · {payload.get('memory_file', '')}",
+             f"{'ID':<18} {'Type':<16} {'Loop':<10} {'Iter':>4}  {'Date':<10}  Lesson"]
+    lines += [f"{str(row.get('id', '')):<18} {str(row.get('type', '')):<16} {str(row.get('loopId', '')):<10} "
+              f"{str(row.get('iteration', '')):>4}  {str(row.get('createdAt', ''))[:10]:<10}  {row.get('lesson', '')}" for row in rows]
+    lines += [f"{key}: {payload[key]}" for key in ("created", *MEMORY_PREVIEWS, *MEMORY_PREVIEWS.values(), "remaining", "backup",
+                                                   "indexed", "reindex") if key in payload]
+    lines += [f"{change['action']}: {change['file']}" + (f" (backup {change['backup']})" if change["backup"] else "")
+              for change in payload.get("files", [])]
     return "\n".join(lines)

@@ -19,7 +19,6 @@ differs is refused. This module imports no heavy library: a warm call stays smal
 """
 
 import contextlib
-import dataclasses
 import fcntl
 import hashlib
 import json
@@ -31,8 +30,7 @@ import sys
 import time
 from pathlib import Path
 
-from .config import SKILL_DIR, Settings
-from .datadir import MARKER
+from .config import DATA_DIR_MARKER, SKILL_DIR, Settings
 from .errors import EXIT_FAILURE, STOPPED_EXITS
 
 PROTOCOL = 1
@@ -68,9 +66,14 @@ def identity(settings: Settings) -> str:
     """What a searcher must share with a client to answer for it: the settings, the interpreter and the code (every
     source file's size and mtime, so an update of the skill replaces the searcher). The interpreter's path is
     normalised: `../.venv/bin/python` run from scripts/ is the same interpreter, and must not replace the searcher."""
-    code = sorted((str(path), path.stat().st_size, path.stat().st_mtime_ns) for path in (SKILL_DIR / "scripts").rglob("*.py"))
-    settings_text = repr(dataclasses.replace(settings, warnings=(), wait_seconds=0))
+    code = sorted((str(path), *_size_and_mtime(path)) for path in (SKILL_DIR / "scripts").rglob("*.py"))
+    settings_text = repr(settings._replace(warnings=(), wait_seconds=0))
     return hashlib.sha256(json.dumps([PROTOCOL, os.path.normpath(sys.executable), sys.version, settings_text, code]).encode()).hexdigest()
+
+
+def _size_and_mtime(path: Path) -> tuple[int, int]:
+    found = path.stat()
+    return found.st_size, found.st_mtime_ns
 
 
 def peer(sock: socket.socket) -> tuple[int, int]:
@@ -79,22 +82,30 @@ def peer(sock: socket.socket) -> tuple[int, int]:
     return pid, uid
 
 
-def answer(command: str, args, settings: Settings, cold, off: bool = False) -> int:
-    """Print the searcher's answer to `command` with `args` and return its exit code; or call cold() (which prints
-    and returns the code), then leave a searcher behind for the next call. `off`: --no-resident."""
-    if off or settings.resident_idle_minutes <= 0 or not usable(settings) or not (settings.data_dir / MARKER).is_file():
-        return cold()
+def answer(command: str, args, settings: Settings, off: bool = False) -> int:
+    """Print the answer to a script's `command` (answers.COMMANDS) for its parsed `args` and return the exit code: the
+    searcher's when one runs for these settings; else answered here (cold), leaving a searcher behind for the next
+    call. `off`: not through a searcher (--no-resident, or settings a searcher would not share)."""
+    if off or settings.resident_idle_minutes <= 0 or not usable(settings) or not (settings.data_dir / DATA_DIR_MARKER).is_file():
+        return _cold(command, args, settings)
     reply, replace = _ask(settings, {"command": command, "args": vars(args), "tty": sys.stdout.isatty()})
     if reply is not None:
         sys.stderr.write(reply["stderr"])
         sys.stdout.write(reply["stdout"])
         sys.stdout.flush()
         return reply["code"]
-    code = cold()
+    code = _cold(command, args, settings)
     if code == 0:
         with contextlib.suppress(OSError):
             start(settings, replace)
     return code
+
+
+def _cold(command: str, args, settings: Settings) -> int:
+    from . import answers, logs  # here: an answer from the searcher needs neither, nor the libraries they load
+
+    logs.setup_logging(quiet=True)
+    return answers.COMMANDS[command](args, settings)
 
 
 def _ask(settings: Settings, request: dict) -> tuple[dict | None, bool]:

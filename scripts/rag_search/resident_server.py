@@ -25,7 +25,7 @@ import threading
 import time
 from pathlib import Path
 
-from . import answers, cli, dates
+from . import answers, cli, dates, logs
 from .config import Settings
 from .errors import STOPPED_EXITS, RagSearchError
 from .resident import MAX_REQUEST, PROTOCOL, folder, identity, peer, receive, send, socket_path
@@ -35,7 +35,6 @@ from .warm import WarmIndex
 # request is answered (that request's captured stderr).
 log = logging.getLogger("rag_search.resident")
 
-COMMANDS = {"search": answers.search}  # what a client may ask for, with the function that answers it
 REQUEST_SECONDS = 2.0  # a client sends its whole request at once
 TICK_SECONDS = 1.0
 LOCK_WAIT_SECONDS = 5.0  # a searcher being replaced takes this long at most to let go of the lock
@@ -155,7 +154,7 @@ class Resident:
             self.stopping.set()
             _reply(connection, {"stale": True})
             return
-        command = COMMANDS.get(request.get("command"))
+        command = answers.COMMANDS.get(request.get("command"))
         arguments = request.get("args")
         if command is None or not isinstance(arguments, dict):
             _reply(connection, {"stale": True})
@@ -248,12 +247,12 @@ def _captured(tty: bool):
     out, err = _Output(tty), _Output(False)
     saved = sys.stdout, sys.stderr
     sys.stdout, sys.stderr = out, err
-    cli.setup_logging(quiet=True)
+    logs.setup_logging(quiet=True)
     try:
         yield out, err
     finally:
         sys.stdout, sys.stderr = saved
-        cli.setup_logging()
+        logs.setup_logging()
 
 
 class _Output(io.StringIO):

@@ -4,7 +4,7 @@ Most read them once, at import. onnxruntime (1.29+) reads ORT_DISABLE_TELEMETRY 
 process that loads the model writes a device id and an event queue to ~/.cache/Microsoft/DeveloperTools/.onnxruntime,
 a session file to $TMPDIR/.ses, and sends a ProcessInfo event (OS, CPU, container, interpreter path);
 onnxruntime.disable_telemetry_events() comes too late for that event. Two layers: every script calls this first
-(cli.use_project_venv, so the re-run under .venv and child processes inherit it), and so does each module right
+(launch.use_project_venv, so the re-run under .venv and child processes inherit it), and so does each module right
 before it imports one of these libraries, for code that runs without a script (benchmarks, tests, make setup).
 """
 
