@@ -209,16 +209,19 @@ def build_corpus(root: Path) -> None:
 def cpu() -> dict:
     """The CPU the figures were measured on: int8 embedding is about twice as fast as float only where the CPU has
     VNNI instructions (issue 27: an AMD EPYC without them ran both at the same speed)."""
-    model, flags = "unknown", set()
+    from rag_search.config import INT8_CPU_FLAGS, graph_for_cpu  # here: IN_PROCESS imports this file beside a baseline's package
+
+    model, flags, text = "unknown", set(), None
     with contextlib.suppress(OSError):
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
+        text = Path("/proc/cpuinfo").read_text()
+        for line in text.splitlines():
             key, _, value = line.partition(":")
             if key.strip() == "model name" and model == "unknown":
                 model = value.strip()
-            elif key.strip() == "flags" and not flags:
+            elif key.strip() in ("flags", "Features") and not flags:
                 flags = set(value.split())
-    return {"model": model, "cores": os.cpu_count(),
-            "vnni": sorted(flags & {"avx512_vnni", "avx_vnni", "amx_int8"}), "avx512": "avx512f" in flags}
+    return {"model": model, "cores": os.cpu_count(), "vnni": sorted(flags & INT8_CPU_FLAGS), "avx512": "avx512f" in flags,
+            "graph_for_a_new_data_dir": graph_for_cpu(text)}
 
 
 def main() -> int:
@@ -284,7 +287,7 @@ def main() -> int:
             shutil.rmtree(temp, ignore_errors=True)
 
     print(f"cpu: {report['cpu']['model']}, {report['cpu']['cores']} cores, VNNI: {', '.join(report['cpu']['vnni']) or 'none'}, "
-          f"AVX-512: {'yes' if report['cpu']['avx512'] else 'no'}")
+          f"AVX-512: {'yes' if report['cpu']['avx512'] else 'no'}, graph for a new data dir: {report['cpu']['graph_for_a_new_data_dir']}")
     print(f"corpus: {FILES} files, {report['chunks']} chunks")
     if "indexing" in report:
         i = report["indexing"]

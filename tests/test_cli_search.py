@@ -87,19 +87,20 @@ def test_a_store_built_with_another_model_asks_for_a_reindex(example_data):
     assert result.json["error"]["type"] == "FingerprintMismatch"
 
 
-def test_an_index_built_with_the_float_graph_asks_for_a_reindex_and_a_run_rebuilds_it(state_dir, tmp_path):
+def test_a_data_dir_keeps_its_graph_and_a_rebuild_with_another_one_switches_it(state_dir, tmp_path):
     data = tmp_path / "data"
-    float_graph = {"RAG_SEARCH_EMBEDDING": "float"}
+    float_graph, int8_graph = {"RAG_SEARCH_EMBEDDING": "float"}, {"RAG_SEARCH_EMBEDDING": "int8"}
     assert run_script("index_personal.py", "--data-dir", data, state_dir, env=float_graph).code == 0
-    assert run_script("search.py", "--data-dir", data, "ArgoCD self-heal", env=float_graph).code == 0
+    assert search(data, "ArgoCD self-heal").code == 0  # "auto" (the default): the graph the data dir was made with
 
-    result = search(data, "ArgoCD self-heal")
+    result = run_script("search.py", "--data-dir", data, "ArgoCD self-heal", env=int8_graph)
     assert result.code == 4, result
     assert "float graph" in result.stderr and "int8 graph" in result.stderr and "--full" in result.stderr, result.stderr
 
-    rebuilt = run_script("index_personal.py", "--data-dir", data, state_dir)
+    rebuilt = run_script("index_personal.py", "--data-dir", data, state_dir, env=int8_graph)
     assert rebuilt.code == 0 and "rebuilding it" in rebuilt.stderr, rebuilt
     assert search(data, "ArgoCD self-heal").code == 0
+    assert run_script("search.py", "--data-dir", data, "ArgoCD self-heal", env=float_graph).code == 4  # the switch stuck
 
 
 def test_bad_arguments_exit_2(example_index):

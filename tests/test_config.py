@@ -2,7 +2,7 @@ import json
 
 import pytest
 
-from rag_search.config import DEFAULT_REGISTRY, load_settings
+from rag_search.config import DEFAULT_REGISTRY, graph_for_cpu, load_settings
 from rag_search.errors import ConfigError
 
 
@@ -142,16 +142,44 @@ def test_the_default_memory_file_is_under_the_first_personal_root(isolated_home,
     assert load_settings().memory_file == isolated_home / "notes" / "memory" / "memory.json"
 
 
-def test_the_embedding_graph_is_int8_unless_float_is_asked_for(isolated_home, monkeypatch):
-    assert load_settings().embedding == "int8"
+def test_the_embedding_graph_is_the_data_dirs_unless_one_is_asked_for(isolated_home, monkeypatch, tmp_path):
+    data = tmp_path / "data"
+    monkeypatch.setenv("RAG_SEARCH_HOME", str(data))
+    data.mkdir()
+    (data / ".rag-search").write_text(json.dumps({"made_by": "rag-search", "embedding": "float"}))
+    assert load_settings().embedding == "float"  # made on another CPU (or switched by a rebuild): kept, not rebuilt
+    (data / ".rag-search").write_text(json.dumps({"made_by": "rag-search"}))
+    assert load_settings().embedding == "int8"  # a data dir of an earlier version: int8 was the default
     config = write_config(isolated_home, {"embedding": "float"})
     assert load_settings().embedding == "float"
     monkeypatch.setenv("RAG_SEARCH_EMBEDDING", "int8")
     assert load_settings().embedding == "int8"
     monkeypatch.setenv("RAG_SEARCH_EMBEDDING", "fp16")
-    with pytest.raises(ConfigError, match="RAG_SEARCH_EMBEDDING must be one of float, int8"):
+    with pytest.raises(ConfigError, match="RAG_SEARCH_EMBEDDING must be one of auto, float, int8"):
         load_settings()
     monkeypatch.delenv("RAG_SEARCH_EMBEDDING")
     config.write_text(json.dumps({"embedding": "int4"}))
-    with pytest.raises(ConfigError, match="'embedding' must be one of float, int8"):
+    with pytest.raises(ConfigError, match="'embedding' must be one of auto, float, int8"):
         load_settings()
+
+
+XEON = "processor\t: 0\nmodel name\t: Intel(R) Xeon(R)\nflags\t\t: fpu sse2 avx2 avx512f avx512_vnni amx_int8\n"
+EPYC = "processor\t: 0\nmodel name\t: AMD EPYC 7B12\nflags\t\t: fpu sse2 avx avx2 fma\n"
+GRAVITON = "processor\t: 0\nFeatures\t: fp asimd evtstrm aes pmull sha1 sha2 crc32 atomics asimddp\n"
+OLD_ARM = "processor\t: 0\nFeatures\t: fp asimd evtstrm aes crc32\n"
+
+
+@pytest.mark.parametrize(("cpuinfo", "graph"), [(XEON, "int8"), (EPYC, "float"), (GRAVITON, "int8"), (OLD_ARM, "float"),
+                                                (None, "int8"), ("", "int8")])
+def test_a_new_data_dir_gets_the_graph_its_cpu_runs_faster(cpuinfo, graph):
+    assert graph_for_cpu(cpuinfo) == graph
+
+
+def test_a_new_data_dir_asks_the_cpu_and_one_of_an_earlier_version_keeps_int8(isolated_home, monkeypatch, tmp_path):
+    with open("/proc/cpuinfo", encoding="utf-8") as cpuinfo:
+        this_cpu = graph_for_cpu(cpuinfo.read())
+    monkeypatch.setenv("RAG_SEARCH_HOME", str(tmp_path / "new"))
+    assert load_settings().embedding == this_cpu
+    (tmp_path / "earlier" / "personal").mkdir(parents=True)  # an index of a version before the marker
+    monkeypatch.setenv("RAG_SEARCH_HOME", str(tmp_path / "earlier"))
+    assert load_settings().embedding == "int8"

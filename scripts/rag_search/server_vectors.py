@@ -118,7 +118,8 @@ class ServerVectors:
         """(folder, catalog, notes): the server collection for `expected` and this machine's keyword copy of it."""
         self._index = VectorIndex.open_server(self.server, self.name)
         self._index = self._index.renamed(self._choose(expected))
-        folder = DataDir.for_writing(self.settings.data_dir).path / "server" / f"{self.server.host}_{self.server.port}" / self._index.name
+        data_dir = DataDir.for_writing(self.settings.data_dir, self.settings.embedding)
+        folder = data_dir.path / "server" / f"{self.server.host}_{self.server.port}" / self._index.name
         make_private_dir(folder)
         catalog = Catalog(folder / CATALOG)
         try:

@@ -56,7 +56,7 @@ class StoreWriter(Store):
         nothing copies nothing. A published index built with another fingerprint raises FingerprintMismatch unless
         `fresh`: then the run rebuilds into an empty generation, taking what vectors it can from the published one.
         """
-        data_dir = DataDir.for_writing(settings.data_dir)
+        data_dir = DataDir.for_writing(settings.data_dir, settings.embedding)
         root = data_dir.collection(name)
         try:
             session = generations.WriteSession(root, settings.wait_seconds, fresh)
