@@ -34,6 +34,7 @@ log = logging.getLogger("rag_search")
 
 Names = str | list[str] | None  # a list argument; one string is taken as the list of it (_listed)
 
+FRESHNESS_PAUSE = 1.0  # seconds between two looks at the personal roots: a burst of calls pays for one walk
 
 INSTRUCTIONS = """Semantic search over the user's own notes, decisions and memory (personal) and registered
 documentation (docs). Search in plain words or exact identifiers; cite file, heading and date (personal) or url
@@ -46,7 +47,7 @@ class RagSearchServer:
     def __init__(self, settings: Settings):
         self.settings = settings
         self.worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="rag-search")
-        self.warm = WarmIndex(settings)
+        self.warm = WarmIndex(settings, FRESHNESS_PAUSE)
         self.mcp = _OurErrors("rag-search", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING")
         self._register()
 

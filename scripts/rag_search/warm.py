@@ -10,6 +10,8 @@ Not thread-safe: each owner calls it from one thread (SQLite connections stay
 with the thread that opened them).
 """
 
+import time
+
 from .config import Settings
 from .freshness import bring_in, find_changes, stale_note, stale_report, stamps
 from .rerank import CrossEncoderReranker, find_rerank_model
@@ -19,10 +21,13 @@ from .retrieval import Searcher, SearchOptions, SearchResult
 class WarmIndex:
     """The model and the open index kept between calls, with the freshness check search.py makes before each search."""
 
-    def __init__(self, settings: Settings):
+    def __init__(self, settings: Settings, freshness_pause: float = 0.0):
+        """`freshness_pause`: seconds between two walks of the personal roots (a burst of calls pays for one walk)."""
         self.settings = settings
+        self.freshness_pause = freshness_pause
         self._searcher: Searcher | None = None
         self._reranker = None  # the cross-encoder, loaded on the first search that asks for it
+        self._looked_at = float("-inf")  # when the personal roots were last compared with the index
         self._stale: dict | None = None  # what that look found and could not bring in
         self.stale_note: str | None = None  # and its one-line note for stderr
         self._watched: list[str] | None = None  # what that look depended on (freshness.Changes.watched)
@@ -65,13 +70,17 @@ class WarmIndex:
         The walk is skipped while nothing it depends on has changed: their stamps are taken before a walk, so a change
         during that walk shows at the next look (and when a walk finds other paths than the last, the next one walks).
         """
+        if time.monotonic() - self._looked_at < self.freshness_pause:
+            return self._stale
         before = stamps(self._watched) if self._watched else None
         if self._stamps is not None and before == self._stamps:
+            self._looked_at = time.monotonic()
             return self._stale
         changes = find_changes(self.settings)
         watched = changes.watched if changes is not None else None
         self._stamps = before if watched is not None and watched == self._watched else None
         self._watched = watched
+        self._looked_at = time.monotonic()
         self._stale = self.stale_note = None
         if changes is None or not changes.count or (changes.small and bring_in(self.settings, changes)):
             return None
