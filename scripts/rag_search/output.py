@@ -1,4 +1,5 @@
-"""Rendering search results: the JSON document agents read, or text for people.
+"""Rendering answers: the JSON document agents read, or text for people (search results; get.py, status.py and
+memory.py as text).
 
 Agents pay for every character, so by default each result carries only what an
 agent cites or acts on (file, heading, date, url or path, version and commit,
