@@ -160,14 +160,20 @@ def graph_for_cpu(cpuinfo: str | None) -> str:
     twice as fast as float only with int8 dot-product instructions (VNNI, AMX, Arm's dot product); without them (issue
     27: a 2-core AMD EPYC with AVX2 only ran both at 9.9 and 9.8 chunks/s) float costs nothing and keeps the
     original weights. Unknown: int8, the default before."""
-    flags: set[str] = set()
-    for line in (cpuinfo or "").splitlines():
-        key, _, value = line.partition(":")
-        if key.strip() in ("flags", "Features"):  # x86, Arm
-            flags |= set(value.split())
+    flags = cpu_flags(cpuinfo)
     if not flags:
         return "int8"
     return "int8" if flags & INT8_CPU_FLAGS else "float"
+
+
+def cpu_flags(cpuinfo: str | None) -> set[str]:
+    """The instruction set flags /proc/cpuinfo lists (x86 "flags", Arm "Features")."""
+    flags: set[str] = set()
+    for line in (cpuinfo or "").splitlines():
+        key, _, value = line.partition(":")
+        if key.strip() in ("flags", "Features"):
+            flags |= set(value.split())
+    return flags
 
 
 def _unit_dir(config_home: str) -> Path:
