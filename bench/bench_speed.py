@@ -22,7 +22,6 @@ chunks), indexes it with index_personal.py in a fresh process, then measures:
 
 import argparse
 import asyncio
-import contextlib
 import json
 import os
 import shutil
@@ -209,13 +208,12 @@ def build_corpus(root: Path) -> None:
 def cpu() -> dict:
     """The CPU the figures were measured on: int8 embedding is about twice as fast as float only where the CPU has
     VNNI instructions (issue 27: an AMD EPYC without them ran both at the same speed)."""
-    from rag_search.config import INT8_CPU_FLAGS, cpu_flags, graph_for_cpu  # here: IN_PROCESS imports this file beside a baseline's package
+    # here: IN_PROCESS imports this file beside a baseline's package, which has none of these
+    from rag_search.config import INT8_CPU_FLAGS, cpu_flags, graph_for_cpu, read_cpuinfo
 
-    text = None
-    with contextlib.suppress(OSError):
-        text = Path("/proc/cpuinfo").read_text()
-    models = [line.partition(":")[2].strip() for line in (text or "").splitlines() if line.partition(":")[0].strip() == "model name"]
-    model, flags = (models or ["unknown"])[0], cpu_flags(text)
+    text = read_cpuinfo()
+    model = next((line.partition(":")[2].strip() for line in (text or "").splitlines() if line.startswith("model name")), "unknown")
+    flags = cpu_flags(text)
     return {"model": model, "cores": os.cpu_count(), "vnni": sorted(flags & INT8_CPU_FLAGS), "avx512": "avx512f" in flags,
             "graph_for_a_new_data_dir": graph_for_cpu(text)}
 

@@ -10,6 +10,7 @@ answers the cold way, which says what is wrong as a cold call would.
 """
 
 import argparse
+import contextlib
 import sys
 
 from . import cli, output
@@ -51,40 +52,44 @@ def _warm(args: argparse.Namespace, settings: Settings, warm):
 
 
 def _cold(args: argparse.Namespace, settings: Settings):
-    from .embedding import find_model, query_embedder
-    from .isolation import run_isolated
-    from .rerank import CrossEncoderReranker, find_rerank_model
-    from .retrieval import open_stores, stores_for
-    from .retrieval import search as run_search
-    from .store import fingerprint
+    from .embedding import find_model
+    from .rerank import find_rerank_model
 
     model = find_model(settings.model_dir)
-    expected = fingerprint(model, settings.embedding)
-    options = _options(args, settings)
     rerank_model = None
     if args.rerank:
         rerank_model, why_not = find_rerank_model(settings)
         if rerank_model is None:
             _say_no_reranker(why_not)
+    stale = _freshen_cold(settings) if args.index != "docs" and not args.no_refresh else None
+    return _search_isolated(settings, model, args.index, args.query, _options(args, settings), args.source, rerank_model), stale
+
+
+def _search_isolated(settings: Settings, model, index: str, query: str, options, sources: list[str] | None = None,
+                     rerank_model=None, say_notes: bool = True):
+    """The SearchResult of a cold search: a child process opens the index and searches it (a damaged store must not
+    crash us) while this one embeds the query (the child's half a second of ChromaDB imports)."""
+    from .embedding import query_embedder
+    from .isolation import run_isolated
+    from .rerank import CrossEncoderReranker
+    from .retrieval import open_stores, stores_for
+    from .retrieval import search as run_search
+    from .store import fingerprint
+
+    expected = fingerprint(model, settings.embedding)
 
     def read_index(receive_vector):
-        """In a child process (a damaged store must not crash us): open the index, then search."""
-        stores, notes = open_stores(settings, args.index, expected)
+        stores, notes = open_stores(settings, index, expected)
         try:
-            for note in notes:
+            for note in notes if say_notes else ():
                 print(f"note: {note}", file=sys.stderr)
             reranker = CrossEncoderReranker(rerank_model) if rerank_model else None
-            return run_search(stores_for(stores, args.source), args.query, receive_vector(), options, reranker)
+            return run_search(stores_for(stores, sources), query, receive_vector(), options, reranker)
         finally:
             for store in stores.values():
                 store.close()
 
-    def vector():
-        """In this process, while the child opens ChromaDB (half a second of imports)."""
-        return query_embedder(settings.data_dir, model, settings.embedding).embed([args.query])[0]
-
-    stale = _freshen_cold(settings) if args.index != "docs" and not args.no_refresh else None
-    return run_isolated(read_index, vector), stale
+    return run_isolated(read_index, lambda: query_embedder(settings.data_dir, model, settings.embedding).embed([query])[0])
 
 
 def _say_no_reranker(why_not: str) -> None:
@@ -133,14 +138,13 @@ def status(args: argparse.Namespace, settings: Settings, warm=None) -> int:
 def _read_published(settings: Settings, warm, read, beside=None, needs_index: bool = False):
     """read(stores) over the published collections, with beside()'s value as "timer" when given: from the warm
     index's open stores, or (cold, or when they cannot serve) in a child process that opens them (no model needed)."""
+    stores = None
     if warm is not None:
-        try:
+        with contextlib.suppress(RagSearchError):  # else the cold way says what is wrong, as a cold call would
             stores = warm.searcher().refresh()
-        except RagSearchError:
-            stores = None
-        if stores is not None:
-            found = read(stores)
-            return {**found, "timer": beside()} if beside else found
+    if stores is not None:
+        found = read(stores)
+        return {**found, "timer": beside()} if beside else found
     from .isolation import run_isolated
     from .store import nothing_built, open_published
 
@@ -173,37 +177,18 @@ def memory_list(args: argparse.Namespace, settings: Settings, warm=None) -> int:
 def memory_query(args: argparse.Namespace, settings: Settings, warm=None) -> int:
     """memory.py query: the entries closest to `args.text`, by meaning and keywords."""
     from . import memory
+    from .embedding import find_model
 
     options = memory.query_options(settings, memory.entry_filters(args.since, args.types, args.tags), args.top_k, args.loop_id)
-    try:
-        hits = warm.searcher().search(args.text, options, "personal").hits if warm is not None else None
-    except RagSearchError:
-        hits = None  # the cold way says what is wrong as a cold call would
+    hits = None
+    if warm is not None:
+        with contextlib.suppress(RagSearchError):  # else the cold way says what is wrong, as a cold call would
+            hits = warm.searcher().search(args.text, options, "personal").hits
     if hits is None:
-        hits = _cold_hits(args.text, options, settings)
+        hits = _search_isolated(settings, find_model(settings.model_dir), "personal", args.text, options, say_notes=False).hits
     print_memory(args, {"query": args.text, "memory_file": str(settings.memory_file),
                          "entries": memory.query_entries(hits, args.top_k, args.loop_id)})
     return 0
-
-
-def _cold_hits(text: str, options, settings: Settings):
-    from .embedding import find_model, query_embedder
-    from .isolation import run_isolated
-    from .retrieval import open_stores
-    from .retrieval import search as run_search
-    from .store import fingerprint
-
-    model = find_model(settings.model_dir)
-
-    def read_index(receive_vector):
-        stores, _ = open_stores(settings, "personal", fingerprint(model, settings.embedding))
-        try:
-            return run_search(stores, text, receive_vector(), options).hits
-        finally:
-            for store in stores.values():
-                store.close()
-
-    return run_isolated(read_index, lambda: query_embedder(settings.data_dir, model, settings.embedding).embed([text])[0])
 
 
 def print_memory(args: argparse.Namespace, payload: dict) -> None:

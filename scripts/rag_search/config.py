@@ -9,9 +9,10 @@ import os
 from pathlib import Path
 from typing import NamedTuple
 
+from . import launch
 from .errors import ConfigError
 
-SKILL_DIR = Path(__file__).resolve().parents[2]  # the checkout: SKILL.md, scripts/, references/
+SKILL_DIR = Path(launch.SKILL_DIR)  # the checkout
 DEFAULT_DATA_DIR = "~/.claude/data/rag-search"
 DATA_DIR_MARKER = ".rag-search"  # marks a data dir as ours (datadir.py) and names its graph; read here, without datadir.py
 DEFAULT_CONFIG_FILE = "~/.config/rag-search/config.json"
@@ -143,12 +144,7 @@ def _data_dir_graph(data_dir: Path) -> str:
     try:
         marker = json.loads((data_dir / DATA_DIR_MARKER).read_text(encoding="utf-8"))
     except FileNotFoundError:
-        if any((data_dir / name).exists() for name in ("personal", "docs")):
-            return "int8"
-        try:
-            return graph_for_cpu(Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace"))
-        except OSError:
-            return graph_for_cpu(None)
+        return "int8" if any((data_dir / name).exists() for name in ("personal", "docs")) else graph_for_cpu(read_cpuinfo())
     except (OSError, ValueError):
         return "int8"
     graph = marker.get("embedding") if isinstance(marker, dict) else None
@@ -164,6 +160,14 @@ def graph_for_cpu(cpuinfo: str | None) -> str:
     if not flags:
         return "int8"
     return "int8" if flags & INT8_CPU_FLAGS else "float"
+
+
+def read_cpuinfo() -> str | None:
+    """/proc/cpuinfo's text, or None where there is none (macOS)."""
+    try:
+        return Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
 
 
 def cpu_flags(cpuinfo: str | None) -> set[str]:

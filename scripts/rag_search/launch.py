@@ -11,7 +11,8 @@ import sys
 
 from .telemetry import keep_libraries_local
 
-VENV_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.realpath(__file__)))), ".venv")
+SKILL_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.realpath(__file__))))  # SKILL.md, scripts/, references/
+VENV_DIR = os.path.join(SKILL_DIR, ".venv")
 
 
 def use_project_venv() -> None:
