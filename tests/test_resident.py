@@ -412,6 +412,13 @@ def test_status_shows_the_searcher(warm):
     assert run_script("resident.py", "status", env=warm.env).json == {"resident": None}
 
 
+def test_stop_returns_once_the_searcher_has_exited(warm):
+    before = warm.started()
+    stopped = run_script("resident.py", "stop", env=warm.env)
+    assert stopped.json["stopped"]["pid"] == before["pid"]
+    assert warm.pids() == [] and not alive(before["pid"])  # a script run next sees none, a session ending leaves none
+
+
 def test_a_data_dir_removed_during_warm_up_is_not_made_again(tmp_path):
     from rag_search.resident_server import _listening
 

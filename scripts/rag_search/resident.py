@@ -37,6 +37,7 @@ PROTOCOL = 1
 FOLDER = "resident"  # in the data dir: the lock, the log, and the socket when there is no $XDG_RUNTIME_DIR
 ACK_SECONDS = 2.0  # a searcher that has not taken the request by then is hung (or stopped): answer cold
 ANSWER_SECONDS = 120.0  # after taking it: a search that brings files in may take seconds, a first --rerank longer
+STOP_SECONDS = 10.0  # how long stop() waits for the searcher to exit
 MAX_REQUEST = 1 << 20  # a request bigger than this is refused
 MAX_ANSWER = 64 << 20  # an answer bigger than this is answered cold (--top-k 100 --verbose is a few hundred KB)
 LOG_BYTES = 1 << 20  # the searcher's log is rotated (one old copy) past this size
@@ -196,8 +197,21 @@ def about(settings: Settings) -> dict | None:
 
 
 def stop(settings: Settings) -> dict | None:
-    """Ask the searcher of this data dir to exit; what it was (as about()), or None if none ran."""
-    return _control(settings, "stop")
+    """Ask the searcher of this data dir to exit, and wait until it has (STOP_SECONDS at most: it finishes the answer
+    it is giving, then exits within a tick); what it was (as about()), or None if none ran."""
+    stopped = _control(settings, "stop")
+    deadline = time.monotonic() + STOP_SECONDS
+    while stopped is not None and _running(stopped["pid"]) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return stopped
+
+
+def _running(pid: int) -> bool:
+    """Whether the process runs (a zombie its parent has not reaped yet has exited)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
 
 
 def _control(settings: Settings, command: str) -> dict | None:
