@@ -130,9 +130,34 @@ def test_the_users_record_both_retrievers_put_first_is_shown_on_the_second_page_
 def test_the_quota_is_for_a_record_first_in_both_lists_only():
     candidates = personal_and_docs(personal_cosine=0.54, docs_cosine=0.72)
     candidates["mine"].explain["lexical_rank"] = 2
-    candidates["mine-2"] = hit("mine-2", "notes.md", "personal", score=0.30, dense=2, lexical_rank=1, heading="Notes")
+    candidates["mine-2"] = hit("mine-2", "notes.md", "personal", score=0.52, dense=2, lexical_rank=1, bm25=4.4,
+                               heading="Notes")  # first in one list, not standing out
     assert rank(candidates, SearchOptions())[:2] == ["doc", "doc-2"]
     assert not any("quota" in found.explain for found in candidates.values())
+
+
+def test_the_users_record_that_stands_out_in_its_collection_comes_first():
+    """Issue 25: for a bare identifier or a symptom the user recorded (`HELM_MAX_HISTORY`, "helm dependency build is
+    slow in CI"), the docs pages that explain it are closer in meaning, yet the memory entry that holds it stands out
+    in its own collection's keyword list; it comes first, even when the dense search ranked it low."""
+    def candidates_for(personal_cosine: float, runner_up_bm25: float = 9.0, personal_dense: int | None = 1) -> dict:
+        found = personal_and_docs(personal_cosine=personal_cosine, docs_cosine=0.72)
+        found["mine"].explain.update(bm25=20.0, dense_rank=personal_dense)
+        if personal_dense is None:  # keyword only: closeness unknown
+            del found["mine"].explain["dense_rank"], found["mine"].explain["cosine"]
+        found["mine-2"] = hit("mine-2", "notes.md", "personal", score=personal_cosine - 0.02, dense=2, lexical_rank=2,
+                              bm25=runner_up_bm25, heading="Notes")
+        return found
+
+    for personal_dense in (1, 5):
+        candidates = candidates_for(0.50, personal_dense=personal_dense)
+        assert rank(candidates, SearchOptions())[0] == "mine", personal_dense
+        assert candidates["mine"].explain["quota"] == 1
+    for candidates, why in ((candidates_for(0.50, runner_up_bm25=18.0), "a close runner-up: nothing stands out"),
+                            (candidates_for(0.40), "far in meaning from the docs' best"),
+                            (candidates_for(0.50, personal_dense=None), "found by one retriever only")):
+        assert rank(candidates, SearchOptions())[0] == "doc", why
+        assert candidates["mine"].explain.get("quota") != 1, why
 
 
 def test_recency_raises_recent_personal_chunks_and_never_lowers_older_ones():

@@ -20,9 +20,10 @@ evidence into an order, and writes into `explain` what it used, for --explain.
 - Page evidence: a page scores as its best section plus a bounded bonus from a
   few supporting sections that are themselves strong in both signals, so a long
   page with many weak sections does not outrank the one record that answers.
-- Personal quota: the user's record that both retrievers put first in the personal
-  collection is shown no lower than the second page, even when documentation
-  pages are closer in meaning (a bare identifier the docs also explain).
+- Personal quota: the user's best record, when its own collection's evidence is
+  clear, is shown above documentation pages closer in meaning (a bare identifier
+  or a symptom the docs also explain): first when both retrievers found it and
+  it stands out in one of its lists, else second when both put it first.
 """
 
 import math
@@ -74,8 +75,8 @@ def rank(candidates: dict[str, Hit], options, about_user: bool = False) -> list[
     keys = {chunk_id: _fused(hit, options, weights, lead.get(chunk_id, 0.0)) for chunk_id, hit in candidates.items()}
     ranked = sorted(candidates, key=lambda chunk_id: keys[chunk_id], reverse=True)
     pages = by_page(ranked, candidates, keys, options)
-    if weights and options.personal_quota:
-        pages = with_personal_quota(pages, candidates, options.personal_quota)
+    if weights:
+        pages = with_personal_quota(pages, candidates, options)
     return [chunk_id for ids in pages for chunk_id in ids]
 
 
@@ -161,17 +162,33 @@ def by_page(ranked: list[str], candidates: dict[str, Hit], keys: dict[str, float
     return [ids for _, _, ids in scored]
 
 
-def with_personal_quota(pages: list[list[str]], candidates: dict[str, Hit], quota: int) -> list[list[str]]:
-    """`pages` in order, except that the personal page first in both of its collection's lists (the user's own record
-    that both retrievers agree on) comes no lower than page `quota`, whatever the documentation's evidence."""
+def with_personal_quota(pages: list[list[str]], candidates: dict[str, Hit], options) -> list[list[str]]:
+    """`pages` in order, except for the best personal page (the user's own record) when its own collection's evidence is
+    clear, whatever the documentation's: one that both retrievers found, that stands out (first in a list with a lead of
+    at least `personal_first_lead`: an identifier or a symptom the user recorded) and that is not far in meaning from the
+    documentation's best (a cosine at most `personal_first_gap` below) comes first; one that both retrievers put first
+    comes no lower than page `personal_quota`."""
+    others = [hit.explain["cosine"] for hit in candidates.values() if hit.collection != PERSONAL and "cosine" in hit.explain]
     for position, ids in enumerate(pages):
         hit = candidates[ids[0]]
         if hit.collection == PERSONAL:
-            if hit.explain.get("dense_rank") == 1 and hit.explain.get("lexical_rank") == 1 and position >= quota:
+            quota = _personal_page_quota(hit, max(others, default=-1.0), options)
+            if quota and position >= quota:
                 hit.explain["quota"] = quota
                 return pages[: quota - 1] + [ids] + pages[quota - 1 : position] + pages[position + 1 :]
             break
     return pages
+
+
+def _personal_page_quota(hit: Hit, others_best: float, options) -> int:
+    """The page the best personal record may be shown on at the latest (0: wherever its evidence puts it)."""
+    ranks = (hit.explain.get("dense_rank"), hit.explain.get("lexical_rank"))
+    if None in ranks or 1 not in ranks:
+        return 0
+    if (options.personal_first_lead and hit.explain.get("lead", 0.0) >= options.personal_first_lead
+            and hit.explain["cosine"] >= others_best - options.personal_first_gap):
+        return 1
+    return options.personal_quota if ranks == (1, 1) else 0
 
 
 def _page_sections(ids: list[str], candidates: dict[str, Hit], keys: dict[str, float], floor: float) -> tuple[float, list[float]]:

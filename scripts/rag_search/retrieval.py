@@ -68,6 +68,10 @@ class SearchOptions:
     # With both collections searched, the personal page first in both of its collection's lists is shown no lower than
     # this page (0 = no quota); bench/eval_mixed.py measures it (README, issue 25).
     personal_quota: int = 2
+    # ... and the best personal page is shown first when both retrievers found it, one put it first with at least
+    # personal_first_lead (ranking.leads), and its cosine is at most personal_first_gap below the documentation's best.
+    personal_first_lead: float = 0.03
+    personal_first_gap: float = 0.25
 
     @property
     def filters(self) -> Filters:
