@@ -2,7 +2,7 @@
 
 import pytest
 
-from rag_search.lexical import match_expression, terms
+from rag_search.lexical import match_expression, query_terms, terms
 
 
 @pytest.mark.parametrize(
@@ -32,6 +32,13 @@ def test_identifier_and_its_spellings_share_terms():
 
 
 def test_match_expression_quotes_unique_terms_and_ignores_stopwords_only_queries():
-    assert match_expression('what is "kube-proxy"?') == '"kubeproxy" OR "kube" OR "proxy"'
-    assert match_expression("what is it") is None
-    assert match_expression("") is None
+    assert match_expression(query_terms('what is "kube-proxy"?')).expression == '"kubeproxy" OR "kube" OR "proxy"'
+    assert match_expression(query_terms("what is it")) is None
+    assert match_expression(query_terms("")) is None
+
+
+def test_common_terms_add_to_the_score_of_what_rarer_terms_select():
+    match = match_expression(["rotate", "tls", "controller"], frozenset({"controller"}))
+    assert match.expression == '("rotate" OR "tls") AND ("rotate" OR "tls" OR "controller" OR "controller")'
+    assert match.scale == 2.0, "each term is named twice"
+    assert match_expression(["controller"], frozenset({"controller"})) == ('"controller"', 1.0), "no rarer term: plain"

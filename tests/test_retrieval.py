@@ -71,7 +71,8 @@ def test_keyword_search_ranks_filters_and_follows_changes(tmp_path):
     add(catalog, "note", "personal", ["we turned self-heal off"], date_ts=300.0)
 
     def search(query, **filters):
-        return [row[0] for row in catalog.keyword_search(lexical.match_expression(query), 10, Filters(**filters))]
+        match = lexical.match_expression(lexical.query_terms(query))
+        return [row[0] for row in catalog.keyword_search(match.expression, 10, Filters(**filters))]
 
     assert set(search("selfHeal")) == {"argo:0", "note:0"}
     assert search("kube proxy") == ["k0s:0"]
@@ -89,13 +90,34 @@ def test_keyword_search_ranks_filters_and_follows_changes(tmp_path):
     assert catalog.keyword_index_ids() == {"argo:0", "k0s:0"}
 
 
+def test_a_large_index_scores_only_the_chunks_a_rarer_term_selects(tmp_path):
+    """Issue 27: at 200k chunks most of a warm search's time went to scoring every chunk that holds a common query word
+    ("controller"). Past the budget the most common terms only add to the score of chunks a rarer term selects, and
+    those rank and score as in the plain keyword search."""
+    catalog = Catalog(tmp_path / "catalog.sqlite")
+    add(catalog, "guide", "k0s", [f"the controller runs part {n} of the cluster" for n in range(30)])
+    add(catalog, "tls", "k0s", ["rotate the controller certificate before it expires", "certificates are kept in a secret",
+                                "the controller certificate, rotated yearly by the controller"])
+    terms = lexical.query_terms("how do I rotate the controller certificate?")
+    assert catalog.common_terms(terms, budget=10) == {"controller"}
+    assert catalog.common_terms(terms, budget=100) == set(), "the whole index is within the budget"
+    assert catalog.common_terms(["controller"], budget=10) == set(), "the rarest term always selects"
+
+    plain = catalog.keyword_search(lexical.match_expression(terms).expression, 50, Filters())
+    restricted = lexical.match_expression(terms, frozenset({"controller"}))
+    found = catalog.keyword_search(restricted.expression, 50, Filters())
+    assert len(plain) == 33 and {chunk_id for chunk_id, _ in plain[:3]} == {"tls:0", "tls:1", "tls:2"}
+    assert [chunk_id for chunk_id, _ in found] == [chunk_id for chunk_id, _ in plain[:3]]
+    assert [round(score / restricted.scale, 6) for _, score in found] == [round(score, 6) for _, score in plain[:3]]
+
+
 def test_one_long_document_cannot_take_every_keyword_candidate(tmp_path):
     """Issue 25, finding 4: a 400 KB transcript filled every candidate slot, so the answer was never considered. The
     cap looks at the best POOL * limit matches (here 20: the transcript's 15 and the lesson)."""
     catalog = Catalog(tmp_path / "catalog.sqlite")
     add(catalog, "transcript", "personal", [f"we talked about the CI cache again, part {n} of the call" for n in range(15)])
     add(catalog, "lesson", "personal", ["Lesson: the CI cache key must include the lockfile hash, or stale wheels come back"])
-    match = lexical.match_expression("CI cache")
+    match = lexical.match_expression(lexical.query_terms("CI cache")).expression
     uncapped = [row[0] for row in catalog.keyword_search(match, 10, Filters())]
     capped = [row[0] for row in catalog.keyword_search(match, 10, Filters(), per_document=3)]
     assert sum(chunk_id.startswith("transcript:") for chunk_id in uncapped) == 10

@@ -98,6 +98,8 @@ class Catalog:
             self._db.executescript(_SCHEMA)
             self._db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
         self.changed = False  # whether this run wrote anything: no change, no new generation
+        self._writable = writable
+        self._term_rows: dict | None = None  # {term: chunks holding it, None: all chunks}: common_terms
 
     def _has_tables(self) -> bool:
         return self._db.execute("SELECT COUNT(*) FROM sqlite_master WHERE name = 'documents'").fetchone()[0] > 0
@@ -314,6 +316,23 @@ class Catalog:
         rows = sorted(self._db.execute(sql, [match, *params, pool]), key=lambda row: (-row[1], row[2]))
         return [(chunk_id, float(score)) for chunk_id, score in
                 capped([(row[0], row[1], row[3]) for row in rows], per_document)[:limit]]
+
+    def common_terms(self, terms: list[str], budget: int) -> frozenset[str]:
+        """The most common of `terms`, as few as leave the others in at most `budget` chunks (never all of them): a
+        keyword search scores every chunk holding a term it matches on, and in a large index that is most of its time.
+        A reader remembers each term's count (its generation never changes)."""
+        if self._term_rows is None or self._writable:
+            self._term_rows = {None: self._db.execute("SELECT COUNT(*) FROM chunk_terms_docsize").fetchone()[0]}
+        if self._term_rows[None] <= budget:
+            return frozenset()
+        for term in terms:
+            if term not in self._term_rows:
+                self._term_rows[term] = self._db.execute("SELECT COUNT(*) FROM chunk_terms WHERE chunk_terms MATCH ?",
+                                                         (lexical.match_expression([term]).expression,)).fetchone()[0]
+        kept = sorted(terms, key=self._term_rows.get)
+        while len(kept) > 1 and sum(self._term_rows[term] for term in kept) > budget:
+            kept.pop()
+        return frozenset(terms) - set(kept)
 
     def document_keys(self, ids: list[str]) -> dict[str, str]:
         """{chunk id: its document's key} for the chunks the catalog has."""

@@ -11,6 +11,7 @@ Common English words are dropped unless they are part of an identifier (`--all`)
 """
 
 import re
+from typing import NamedTuple
 
 # An optional command-line dash, then a run of letters/digits, possibly joined by - _ . : /
 # into a compound (kube-proxy, v1.30.0, --max-tokens).
@@ -47,9 +48,33 @@ def _camel_parts(piece: str) -> list[str]:
     return (_CAMEL.findall(piece) or [piece]) if piece.isascii() else [piece]
 
 
-def match_expression(query: str) -> str | None:
-    """An FTS5 query matching any term of `query` (BM25 ranks by how many and how rare), or None."""
-    unique = list(dict.fromkeys(terms(query)))
-    if not unique:
+def query_terms(query: str) -> list[str]:
+    """The distinct index terms of a query, in order."""
+    return list(dict.fromkeys(terms(query)))
+
+
+class Match(NamedTuple):
+    expression: str  # an FTS5 query
+    scale: float  # its BM25 scores are the plain query's times this
+
+
+def match_expression(query_terms: list[str], common: frozenset[str] = frozenset()) -> Match | None:
+    """An FTS5 query matching any of `query_terms` (BM25 ranks by how many and how rare), or None when there are none.
+
+    When some terms are `common` and others are not, only chunks holding a rarer term match, and every term still
+    scores them: ("rotate" OR "tls") AND ("rotate" OR "tls" OR "controller" OR "controller") names each term twice,
+    so the scores are the plain query's, doubled. A chunk with common words only (in a large index, most of those a
+    keyword search would score) is rarely among the best.
+    """
+    if not query_terms:
         return None
-    return " OR ".join('"' + term.replace('"', '""') + '"' for term in unique)
+    any_term = " OR ".join(_phrase(term) for term in query_terms)
+    rare = [term for term in query_terms if term not in common]
+    if not rare or len(rare) == len(query_terms):
+        return Match(any_term, 1.0)
+    common_again = " OR ".join(_phrase(term) for term in query_terms if term in common)
+    return Match(f"({' OR '.join(_phrase(term) for term in rare)}) AND ({any_term} OR {common_again})", 2.0)
+
+
+def _phrase(term: str) -> str:
+    return '"' + term.replace('"', '""') + '"'

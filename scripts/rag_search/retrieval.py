@@ -52,6 +52,9 @@ class SearchOptions:
     # Each collection's best match in each list earns up to this much more, as far as its score stands above the
     # runner-up's (ranking.leads).
     lead: float = 0.1
+    # A keyword search scores about this many chunks at most: the query's most common terms then only add to the score
+    # of chunks that hold a rarer one (Catalog.common_terms, lexical.match_expression; 0 = no limit).
+    keyword_budget: int = 20_000
     # At most this many candidates of one file from each retriever, so one long file (a transcript) cannot take them all.
     per_file_candidates: int = 5
     # Hybrid (ranking.py): a page scores as its best section plus page_bonus times the keys of up to page_support other
@@ -277,14 +280,16 @@ def _dense(stores: dict[str, Store], vector: np.ndarray, options: SearchOptions,
 def _lexical(stores: dict[str, Store], query: str, options: SearchOptions, candidates: dict) -> None:
     """Each collection's best chunks by BM25 over the same filters, ranked within their collection (BM25 scores of two
     collections are not comparable: their term statistics differ)."""
-    match = lexical.match_expression(query)
-    if match is None:
+    terms = lexical.query_terms(query)
+    if not terms:
         return
     for name, store in stores.items():
-        found = store.keyword(match, options.depth, options.filters, options.per_file_candidates)
+        common = store.common_terms(terms, options.keyword_budget) if options.keyword_budget else frozenset()
+        match = lexical.match_expression(terms, common)
+        found = store.keyword(match.expression, options.depth, options.filters, options.per_file_candidates)
         for rank, (chunk_id, bm25) in enumerate(found, start=1):
             hit = candidates.setdefault(chunk_id, Hit(chunk_id, name, 0.0, "", {}))
-            hit.explain.update(lexical_rank=rank, bm25=round(bm25, 4))
+            hit.explain.update(lexical_rank=rank, bm25=round(bm25 / match.scale, 4))
 
 
 def _fill_text(stores: dict[str, Store], candidates: dict) -> None:

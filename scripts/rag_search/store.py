@@ -245,6 +245,11 @@ class Store:
         with self._reading():
             return self._catalog.keyword_search(match, depth, filters, per_document)
 
+    def common_terms(self, terms: list[str], budget: int) -> frozenset[str]:
+        """The most common of `terms`, as few as leave the others in at most `budget` of the collection's chunks."""
+        with self._reading():
+            return self._catalog.common_terms(terms, budget)
+
     def fill_text(self, hits: list[Hit]) -> list[Hit]:
         """Text and metadata for hits found by keyword only; hits the catalog lacks are dropped."""
         with self._reading():
