@@ -58,21 +58,21 @@ class Match(NamedTuple):
     scale: float  # its BM25 scores are the plain query's times this
 
 
-def match_expression(query_terms: list[str], common: frozenset[str] = frozenset()) -> Match | None:
-    """An FTS5 query matching any of `query_terms` (BM25 ranks by how many and how rare), or None when there are none.
+def match_expression(unique_terms: list[str], common: frozenset[str] = frozenset()) -> Match | None:
+    """An FTS5 query matching any of `unique_terms` (BM25 ranks by how many and how rare), or None when there are none.
 
     When some terms are `common` and others are not, only chunks holding a rarer term match, and every term still
     scores them: ("rotate" OR "tls") AND ("rotate" OR "tls" OR "controller" OR "controller") names each term twice,
     so the scores are the plain query's, doubled. A chunk with common words only (in a large index, most of those a
     keyword search would score) is rarely among the best.
     """
-    if not query_terms:
+    if not unique_terms:
         return None
-    any_term = " OR ".join(_phrase(term) for term in query_terms)
-    rare = [term for term in query_terms if term not in common]
-    if not rare or len(rare) == len(query_terms):
+    any_term = " OR ".join(_phrase(term) for term in unique_terms)
+    rare = [term for term in unique_terms if term not in common]
+    if not rare or len(rare) == len(unique_terms):
         return Match(any_term, 1.0)
-    common_again = " OR ".join(_phrase(term) for term in query_terms if term in common)
+    common_again = " OR ".join(_phrase(term) for term in unique_terms if term in common)
     return Match(f"({' OR '.join(_phrase(term) for term in rare)}) AND ({any_term} OR {common_again})", 2.0)
 
 
