@@ -3,8 +3,9 @@
 from conftest import hit
 from rag_search import lexical, output
 from rag_search.catalog import Catalog
+from rag_search.config import load_settings
 from rag_search.records import ChunkRecord, DocumentRecord, Filters
-from rag_search.retrieval import SearchOptions, SearchResult, _cap_per_file
+from rag_search.retrieval import Searcher, SearchOptions, SearchResult, _cap_per_file
 from rag_search.vectors import where as _where
 
 
@@ -109,6 +110,21 @@ def test_a_large_index_scores_only_the_chunks_a_rarer_term_selects(tmp_path):
     assert len(plain) == 33 and {chunk_id for chunk_id, _ in plain[:3]} == {"tls:0", "tls:1", "tls:2"}
     assert [chunk_id for chunk_id, _ in found] == [chunk_id for chunk_id, _ in plain[:3]]
     assert [round(score / restricted.scale, 6) for _, score in found] == [round(score, 6) for _, score in plain[:3]]
+
+
+def test_search_past_the_keyword_budget_keeps_the_plain_scores(example_index):
+    """The budget as search.py applies it: fewer keyword matches, each with the rank and BM25 score it has without."""
+    searcher = Searcher(load_settings(data_dir=str(example_index)), "personal")
+    query = "k0s cluster upgrade alerting"
+    try:
+        plain = searcher.search(query, SearchOptions(mode="lexical", keyword_budget=0, top_k=50, per_file=0)).hits
+        budgeted = searcher.search(query, SearchOptions(mode="lexical", keyword_budget=3, top_k=50, per_file=0)).hits
+    finally:
+        searcher.close()
+    scores = {found.id: found.explain["bm25"] for found in plain}
+    assert 0 < len(budgeted) < len(plain), "the budget left the most common terms out of the match"
+    assert [found.id for found in budgeted] == [found.id for found in plain if found.id in {kept.id for kept in budgeted}]
+    assert all(found.explain["bm25"] == scores[found.id] for found in budgeted)
 
 
 def test_one_long_document_cannot_take_every_keyword_candidate(tmp_path):
