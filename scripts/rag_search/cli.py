@@ -36,6 +36,20 @@ class Parser(argparse.ArgumentParser):
         self._argv = sys.argv[1:] if args is None else list(args)
         return super().parse_args(args, namespace)
 
+    def add_argument(self, *args, **kwargs):
+        """argparse's, except that its check of the argument's metavar gets a formatter of a fixed width: making one
+        asks the terminal for its width (importing shutil), and a warm search.py made some twenty."""
+        self._checking = True
+        try:
+            return super().add_argument(*args, **kwargs)
+        finally:
+            self._checking = False
+
+    def _get_formatter(self):
+        if getattr(self, "_checking", False):
+            return self.formatter_class(prog=self.prog, width=80)
+        return super()._get_formatter()
+
     def error(self, message: str):
         hint = f"see {self.prog} --help"
         print(f"error: {message} (hint: {hint})", file=sys.stderr)
