@@ -193,7 +193,7 @@ def test_search_applies_the_recency_a_question_implies_unless_one_is_set(tmp_pat
     # The older note matches better, first in both lists; yesterday's comes second in both.
     (notes / "old.md").write_text("---\ndate: 2023-03-01\n---\n# Which chart we pushed to the registry\n\n"
                                   "We pushed the chart api-gateway 1.4.0 to the registry after the release review.\n")
-    yesterday = time.strftime("%Y-%m-%d", time.localtime(time.time() - 86400))
+    yesterday = time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(time.time() - 86400))  # a date alone: its age grew with the hour
     (notes / "new.md").write_text(f"---\ndate: {yesterday}\n---\n# Friday\n\nPushed billing 2.0.1 to our registry.\n")
     data = tmp_path / "data"
     assert run_script("index_personal.py", "--data-dir", data, notes).code == 0
