@@ -99,7 +99,7 @@ class Catalog:
             self._db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
         self.changed = False  # whether this run wrote anything: no change, no new generation
         self._writable = writable
-        self._term_rows: dict | None = None  # {term: chunks holding it, None: all chunks}: common_terms
+        self._term_rows: dict[str, int] = {}  # {term: chunks holding it}, for common_terms
         self._chunks: int | None = None  # chunk_count, remembered by a reader
 
     def _has_tables(self) -> bool:
@@ -326,10 +326,10 @@ class Catalog:
         """The most common of `terms`, as few as leave the others in at most `budget` chunks (never all of them): a
         keyword search scores every chunk holding a term it matches on, and in a large index that is most of its time.
         A reader remembers each term's count (its generation never changes)."""
-        if self._term_rows is None or self._writable:
-            self._term_rows = {None: self._db.execute("SELECT COUNT(*) FROM chunk_terms_docsize").fetchone()[0]}
-        if self._term_rows[None] <= budget:
+        if self.chunk_count() <= budget:
             return frozenset()
+        if self._writable:
+            self._term_rows = {}
         for term in terms:
             if term not in self._term_rows:
                 self._term_rows[term] = self._db.execute("SELECT COUNT(*) FROM chunk_terms WHERE chunk_terms MATCH ?",
