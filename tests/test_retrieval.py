@@ -138,3 +138,19 @@ def test_one_long_document_cannot_take_every_keyword_candidate(tmp_path):
     capped = [row[0] for row in catalog.keyword_search(match, 10, Filters(), per_document=3)]
     assert sum(chunk_id.startswith("transcript:") for chunk_id in uncapped) == 10
     assert capped == [*uncapped[:3], "lesson:0"], "the transcript's best three, then what it hid"
+
+
+def test_a_section_only_the_keyword_search_found_supports_its_page_by_its_closeness(example_index):
+    """Issue 25: pages stopped summing their sections, and a section outside the dense list (its closeness unknown)
+    earned nothing, so a page of several fair sections lost its place (docs-faq Hit@5 0.613 -> 0.600). Hybrid search
+    looks up every candidate's cosine before ranking. One candidate per file from each retriever: the ArgoCD note's
+    Notifications section comes from the dense list, its introduction (close in meaning too) from the keyword list."""
+    searcher = Searcher(load_settings(data_dir=str(example_index)), "personal")
+    try:
+        hits = searcher.search("argocd sync prometheus alert", SearchOptions(per_file_candidates=1, top_k=50, per_file=0)).hits
+    finally:
+        searcher.close()
+    argocd = [found for found in hits if found.metadata["file"] == "notes/argocd-setup.md"]
+    keyword_only = [found for found in argocd if "dense_rank" not in found.explain]
+    assert keyword_only and keyword_only[0].explain["cosine"] > 0.4
+    assert argocd[0].explain["page_bonus"] > 0

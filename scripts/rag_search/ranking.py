@@ -18,8 +18,10 @@ evidence into an order, and writes into `explain` what it used, for --explain.
   "yesterday" two days, "last week" seven) raises recent personal chunks; an older
   record keeps its evidence and never falls below what it beats on evidence.
 - Page evidence: a page scores as its best section plus a bounded bonus from a
-  few supporting sections that are themselves strong in both signals, so a long
-  page with many weak sections does not outrank the one record that answers.
+  few supporting sections that are themselves strong in both signals (keyword
+  matches close in meaning: retrieval looks up the cosine of a keyword-only section
+  of a page with other candidates), so a long page with many weak sections does not
+  outrank the one record that answers.
 - Personal quota: the user's best record, when its own collection's evidence is
   clear, is shown above documentation pages closer in meaning (a bare identifier
   or a symptom the docs also explain): first when both retrievers found it and
@@ -140,14 +142,12 @@ def _fused(hit: Hit, options, weights: dict[str, float], lead: float) -> float:
 
 def by_page(ranked: list[str], candidates: dict[str, Hit], keys: dict[str, float], options) -> list[list[str]]:
     """Chunk ids (best first) grouped page by page, best page first: a page scores as its best section's key plus
-    page_bonus times the keys of up to page_support other sections that are strong in both signals (found by both retrievers, and
-    close in meaning: cosine at least section_floor of the question's best). Ties keep the order of each page's best
-    chunk. A section is a heading path of a file; a record of a JSON file is a page of its own."""
+    page_bonus times the keys of up to page_support other sections that are strong in both signals (found by the keyword
+    search, and close in meaning: cosine at least section_floor of the question's best). Ties keep the order of each
+    page's best chunk. A section is a heading path of a file; a record of a JSON file is a page of its own."""
     pages: dict[tuple, list[str]] = {}
     for chunk_id in ranked:
-        hit = candidates[chunk_id]
-        record = hit.metadata.get("kind") in RECORD_FILES
-        pages.setdefault((*hit.page, hit.metadata.get("heading") if record else None), []).append(chunk_id)
+        pages.setdefault(_page_of(candidates[chunk_id]), []).append(chunk_id)
     cosines = [hit.explain["cosine"] for hit in candidates.values() if "cosine" in hit.explain]
     floor = options.section_floor * max(cosines) if cosines else math.inf
     scored = []
@@ -160,6 +160,20 @@ def by_page(ranked: list[str], candidates: dict[str, Hit], keys: dict[str, float
         scored.append((-(best + bonus), first, ids))
     scored.sort()
     return [ids for _, _, ids in scored]
+
+
+def needing_closeness(candidates: dict[str, Hit]) -> list[Hit]:
+    """The candidates without a cosine (found by keyword only) whose closeness page evidence weighs: those of a page
+    with other sections among the candidates (looking up every one cost a search about a fifth more)."""
+    sections: dict[tuple, set] = {}
+    for hit in candidates.values():
+        sections.setdefault(_page_of(hit), set()).add(hit.metadata.get("heading", ""))
+    return [hit for hit in candidates.values() if "cosine" not in hit.explain and len(sections[_page_of(hit)]) > 1]
+
+
+def _page_of(hit: Hit) -> tuple:
+    """What page evidence counts as one page: a file, or a record of a JSON file (each record stands alone)."""
+    return (*hit.page, hit.metadata.get("heading") if hit.metadata.get("kind") in RECORD_FILES else None)
 
 
 def with_personal_quota(pages: list[list[str]], candidates: dict[str, Hit], options) -> list[list[str]]:
@@ -192,7 +206,7 @@ def _personal_page_quota(hit: Hit, others_best: float, options) -> int:
 
 
 def _page_sections(ids: list[str], candidates: dict[str, Hit], keys: dict[str, float], floor: float) -> tuple[float, list[float]]:
-    """The best key of one page (`ids` best first), and the best keys of its other sections that both retrievers found
+    """The best key of one page (`ids` best first), and the best keys of its other sections that the keyword search found
     and whose cosine reaches `floor`, highest first: a section whose closeness is unknown earns nothing."""
     best: dict[str, float] = {}
     strong: set[str] = set()

@@ -58,7 +58,7 @@ class SearchOptions:
     # At most this many candidates of one file from each retriever, so one long file (a transcript) cannot take them all.
     per_file_candidates: int = 5
     # Hybrid (ranking.py): a page scores as its best section plus page_bonus times the keys of up to page_support other
-    # sections found by both retrievers whose cosine is at least section_floor of the question's best.
+    # sections found by the keyword search whose cosine is at least section_floor of the question's best.
     page_bonus: float = 0.1
     page_support: int = 2
     section_floor: float = 0.5
@@ -260,6 +260,8 @@ def search(stores: dict[str, Store], query: str, vector: np.ndarray, options: Se
     _fill_text(stores, candidates)
     if options.min_score is not None:
         candidates = {hit.id: hit for hit in _scored(stores, vector, list(candidates.values())) if hit.score >= options.min_score}
+    elif options.mode == "hybrid":  # page evidence weighs its sections' closeness
+        _scored(stores, vector, ranking.needing_closeness(candidates))
 
     hits = [candidates[chunk_id] for chunk_id in ranking.rank(candidates, options, ranking.about_the_user(query))]
     if reranker is not None:
