@@ -190,11 +190,14 @@ def test_a_question_about_a_recent_time_ranks_recent_personal_chunks_higher():
 def test_search_applies_the_recency_a_question_implies_unless_one_is_set(tmp_path):
     notes = tmp_path / "notes"
     notes.mkdir()
-    # The older note matches better, first in both lists; yesterday's comes second in both.
+    # For the plain question the older note matches better, first in both lists; yesterday's comes second in both.
+    # Three unrelated notes too: in a collection of two every term is in half of it, which BM25 weighs at about zero.
     (notes / "old.md").write_text("---\ndate: 2023-03-01\n---\n# Which chart we pushed to the registry\n\n"
                                   "We pushed the chart api-gateway 1.4.0 to the registry after the release review.\n")
     yesterday = time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(time.time() - 86400))  # a date alone: its age grew with the hour
-    (notes / "new.md").write_text(f"---\ndate: {yesterday}\n---\n# Friday\n\nPushed billing 2.0.1 to our registry.\n")
+    (notes / "new.md").write_text(f"---\ndate: {yesterday}\n---\n# Friday\n\nPushed the billing chart 2.0.1 to our registry.\n")
+    for topic in ("dentist appointment on Tuesday", "the garden needs water", "book club reads Dune next"):
+        (notes / f"{topic.split()[1]}.md").write_text(f"# Note\n\nRemember: {topic}.\n")
     data = tmp_path / "data"
     assert run_script("index_personal.py", "--data-dir", data, notes).code == 0
     asked = run_script("search.py", "--data-dir", data, "--explain", "--index", "personal",

@@ -1,6 +1,6 @@
 """Filters, the per-file cap, the keyword search and the token budget, stage by stage (ranking: test_ranking.py)."""
 
-from conftest import hit
+from conftest import hit, run_script
 from rag_search import lexical, output
 from rag_search.catalog import Catalog
 from rag_search.config import load_settings
@@ -154,3 +154,30 @@ def test_a_section_only_the_keyword_search_found_supports_its_page_by_its_closen
     keyword_only = [found for found in argocd if "dense_rank" not in found.explain]
     assert keyword_only and keyword_only[0].explain["cosine"] > 0.4
     assert argocd[0].explain["page_bonus"] > 0
+
+
+def test_a_keyword_match_of_only_a_term_in_most_chunks_is_no_evidence(tmp_path):
+    """Issue 26: "Who is Linkerd for?" leaves one keyword, in nearly every chunk of Linkerd's docs; BM25 gives such a
+    term a weight of about zero, yet its list's ranks were fused like any other, so chunks that merely name the product
+    (an mTLS task, a certificate runbook) came second and third. Hybrid search leaves such matches out of the fusion;
+    keyword mode still answers with them."""
+    notes = {
+        "audience.md": "# Who uses Zorblat\n\nZorblat is made for platform engineers who run many clusters for other teams.",
+        "metrics.md": "# Metrics\n\nZorblat exports Prometheus metrics on port 9090.",
+        "upgrade.md": "# Upgrades\n\nUpgrade Zorblat one minor version at a time; read the changelog first.",
+        "tls.md": "# TLS\n\nZorblat rotates its certificates every 24 hours.",
+        "logs.md": "# Logs\n\nZorblat logs in JSON to standard error.",
+    }
+    for name, text in notes.items():
+        (tmp_path / "state" / name).parent.mkdir(exist_ok=True)
+        (tmp_path / "state" / name).write_text(text, encoding="utf-8")
+    assert run_script("index_personal.py", "--data-dir", tmp_path / "data", tmp_path / "state").code == 0
+    searcher = Searcher(load_settings(data_dir=str(tmp_path / "data")), "personal")
+    try:
+        hybrid = searcher.search("Who is Zorblat for?", SearchOptions(top_k=5)).hits
+        keyword = searcher.search("Who is Zorblat for?", SearchOptions(mode="lexical", top_k=5)).hits
+    finally:
+        searcher.close()
+    assert hybrid[0].metadata["file"] == "audience.md"
+    assert not [found.metadata["file"] for found in hybrid if "lexical_rank" in found.explain]
+    assert len(keyword) == 5

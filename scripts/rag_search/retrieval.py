@@ -75,6 +75,9 @@ class SearchOptions:
     # personal_first_lead (ranking.leads), and its cosine is at most personal_first_gap below the documentation's best.
     personal_first_lead: float = 0.03
     personal_first_gap: float = 0.25
+    # Hybrid: a keyword match scoring below this is left out of the fusion. BM25 weighs a term in half the chunks or
+    # more at about zero (a product's name in its own docs: "Who is Linkerd for?"), and such a list's ranks say nothing.
+    min_bm25: float = 0.01
 
     @property
     def filters(self) -> Filters:
@@ -281,7 +284,7 @@ def _dense(stores: dict[str, Store], vector: np.ndarray, options: SearchOptions,
 
 def _lexical(stores: dict[str, Store], query: str, options: SearchOptions, candidates: dict) -> None:
     """Each collection's best chunks by BM25 over the same filters, ranked within their collection (BM25 scores of two
-    collections are not comparable: their term statistics differ)."""
+    collections are not comparable: their term statistics differ); in hybrid mode only matches that score."""
     terms = lexical.query_terms(query)
     if not terms:
         return
@@ -289,6 +292,8 @@ def _lexical(stores: dict[str, Store], query: str, options: SearchOptions, candi
         common = store.common_terms(terms, options.keyword_budget) if options.keyword_budget else frozenset()
         match = lexical.match_expression(terms, common)
         found = store.keyword(match.expression, options.depth, options.filters, options.per_file_candidates)
+        if options.mode == "hybrid":
+            found = [(chunk_id, bm25) for chunk_id, bm25 in found if bm25 / match.scale >= options.min_bm25]
         for rank, (chunk_id, bm25) in enumerate(found, start=1):
             hit = candidates.setdefault(chunk_id, Hit(chunk_id, name, 0.0, "", {}))
             hit.explain.update(lexical_rank=rank, bm25=round(bm25 / match.scale, 4))
