@@ -143,7 +143,7 @@ def test_one_long_document_cannot_take_every_keyword_candidate(tmp_path):
 def test_a_section_only_the_keyword_search_found_supports_its_page_by_its_closeness(example_index):
     """Issue 25: pages stopped summing their sections, and a section outside the dense list (its closeness unknown)
     earned nothing, so a page of several fair sections lost its place (docs-faq Hit@5 0.613 -> 0.600). Hybrid search
-    looks up every candidate's cosine before ranking. One candidate per file from each retriever: the ArgoCD note's
+    looks up the cosine of such a section before ranking. One candidate per file from each retriever: the ArgoCD note's
     Notifications section comes from the dense list, its introduction (close in meaning too) from the keyword list."""
     searcher = Searcher(load_settings(data_dir=str(example_index)), "personal")
     try:
