@@ -52,12 +52,43 @@ def test_a_keyword_match_that_stands_out_earns_a_lead():
 
 def test_a_chunk_first_in_both_rankings_beats_a_page_whose_best_chunk_is_weaker_in_both():
     """Issue 25, finding 1: a page's evidence grew with its length, so a long page of fair sections beat the record
-    that is first in both lists."""
-    candidates = {"record": hit("record", "memory/m-7.json", score=0.63, dense=1, lexical_rank=1, heading="m-7", kind="json")}
-    for n in range(2, 9):  # the strongest page that is weaker in both: ranks 2, 3, 4... in both lists, all close in meaning
-        candidates[f"page-{n}"] = hit(f"page-{n}", "metrics.md", score=0.62 - n / 100, dense=n, lexical_rank=n,
-                                      heading=f"Metrics > Part {n}")
-    assert rank(candidates, SearchOptions())[0] == "record"
+    that is first in both lists. In either collection, whatever its page bonus (documentation's is larger)."""
+    for collection in ("personal", "docs"):
+        candidates = {"record": hit("record", "memory/m-7.json", collection, score=0.63, dense=1, lexical_rank=1,
+                                    heading="m-7", kind="json")}
+        for n in range(2, 9):  # the strongest page weaker in both: ranks 2, 3, 4... in both lists, all close in meaning
+            candidates[f"page-{n}"] = hit(f"page-{n}", "metrics.md", collection, score=0.62 - n / 100, dense=n,
+                                          lexical_rank=n, heading=f"Metrics > Part {n}")
+        assert rank(candidates, SearchOptions())[0] == "record", collection
+
+
+def test_a_documentation_page_of_several_strong_sections_outranks_one_that_matches_in_one():
+    """Issue 26: a documentation page that answers usually matches in several sections, while a pointer to it ("see
+    the blog post on why we don't use Envoy") matches in one; its supporting sections count for more than a note's."""
+    candidates = {"pointer": hit("pointer", "overview.md", score=0.6, dense=1, lexical_rank=2, heading="Overview > How")}
+    candidates["answer"] = hit("answer", "envoy.md", score=0.55, dense=5, lexical_rank=1, heading="Why > Intro")
+    for n in range(3):  # three more sections of the answering page, found by both retrievers, close in meaning
+        candidates[f"answer-{n}"] = hit(f"answer-{n}", "envoy.md", score=0.5, dense=20 + n, lexical_rank=20 + n,
+                                        heading=f"Why > Part {n}")
+    assert rank(candidates, PLAIN)[0] == "answer"
+    assert rank(candidates, SearchOptions(lead=0.0, docs_page_bonus=PLAIN.page_bonus, docs_page_support=2))[0] == "pointer"
+
+
+def test_a_page_bonus_orders_pages_within_their_collection_but_not_the_collections():
+    """Documentation pages earn more from their sections than the user's records, which have one: between the two
+    collections the strongest chunk each has still to show decides, so the record first in both of its lists comes
+    before a documentation page whose best chunk is weaker, whatever that page's bonus."""
+    candidates = {
+        "mine": hit("mine", "decisions.json", "personal", score=0.60, dense=1, lexical_rank=1, heading="[3]", kind="json"),
+        "top": hit("top", "top.md", "docs", score=0.63, dense=1, lexical_rank=2, heading="Top"),
+        "guide": hit("guide", "guide.md", "docs", score=0.62, dense=2, lexical_rank=1, heading="Guide > A"),
+    }
+    for n in range(3, 6):
+        candidates[f"guide-{n}"] = hit(f"guide-{n}", "guide.md", "docs", score=0.6, dense=n, lexical_rank=n,
+                                       heading=f"Guide > {n}")
+    order = rank(candidates, PLAIN)
+    assert order[0] == "mine"
+    assert order.index("guide") < order.index("top"), "within the docs, the page of several strong sections first"
 
 
 def test_supporting_sections_count_only_when_strong_in_both_signals():
@@ -72,7 +103,7 @@ def test_supporting_sections_count_only_when_strong_in_both_signals():
     }
     assert rank(candidates, PLAIN)[0] == "strong-1"
     assert candidates["weak-1"].explain["page_bonus"] == 0
-    assert candidates["strong-1"].explain["page_bonus"] == round(PLAIN.page_bonus * 2 / (PLAIN.rrf_k + 6), 6)
+    assert candidates["strong-1"].explain["page_bonus"] == round(PLAIN.docs_page_bonus * 2 / (PLAIN.rrf_k + 6), 6)
 
 
 def test_a_section_split_into_chunks_counts_once_and_records_stand_alone():

@@ -31,6 +31,7 @@ evidence into an order, and writes into `explain` what it used, for --explain.
 import math
 import re
 import time
+from typing import NamedTuple
 
 from .records import Hit
 
@@ -140,26 +141,78 @@ def _fused(hit: Hit, options, weights: dict[str, float], lead: float) -> float:
     return key
 
 
+class _Page(NamedTuple):
+    score: float  # the best section's key plus the bonus
+    first: int  # the rank of its best chunk among all candidates: breaks ties
+    best: float  # the best section's key
+    ids: list[str]
+
+
 def by_page(ranked: list[str], candidates: dict[str, Hit], keys: dict[str, float], options) -> list[list[str]]:
     """Chunk ids (best first) grouped page by page, best page first: a page scores as its best section's key plus
     page_bonus times the keys of up to page_support other sections that are strong in both signals (found by the keyword
-    search, and close in meaning: cosine at least section_floor of the question's best). Ties keep the order of each
-    page's best chunk. A section is a heading path of a file; a record of a JSON file is a page of its own."""
+    search, and close in meaning: cosine at least section_floor of the question's best); a documentation page with
+    docs_page_bonus and docs_page_support, and there a page whose best chunk is better in both lists stays above (the
+    larger bonus never lifts a page of fair sections over the chunk first in both). Collections are then interleaved
+    by their chunks' keys (_interleaved). Ties keep the order of each page's best chunk. A section is a heading path of
+    a file; a record of a JSON file is a page of its own."""
     pages: dict[tuple, list[str]] = {}
     for chunk_id in ranked:
         pages.setdefault(_page_of(candidates[chunk_id]), []).append(chunk_id)
     cosines = [hit.explain["cosine"] for hit in candidates.values() if "cosine" in hit.explain]
     floor = options.section_floor * max(cosines) if cosines else math.inf
-    scored = []
+    orders: dict[str, list[_Page]] = {}
     for first, ids in enumerate(pages.values()):
+        collection = candidates[ids[0]].collection
+        weight, count = ((options.page_bonus, options.page_support) if collection == PERSONAL
+                         else (options.docs_page_bonus, options.docs_page_support))
         best, support = _page_sections(ids, candidates, keys, floor)
-        bonus = options.page_bonus * sum(support[: options.page_support])
+        bonus = weight * sum(support[:count])
         for chunk_id in ids:
             candidates[chunk_id].explain.update(page_score=round(best + bonus, 6), page_bonus=round(bonus, 6),
                                                 page_chunks=len(ids))
-        scored.append((-(best + bonus), first, ids))
-    scored.sort()
-    return [ids for _, _, ids in scored]
+        orders.setdefault(collection, []).append(_Page(best + bonus, first, best, ids))
+    for collection, order in orders.items():
+        order.sort(key=lambda page: (-page.score, page.first))
+        if collection != PERSONAL:  # personal pages keep a bonus too small to need it, and recency may lift one
+            orders[collection] = _dominated_last(order, candidates)
+    return [page.ids for page in _interleaved(list(orders.values()))]
+
+
+def _dominated_last(order: list[_Page], candidates: dict[str, Hit]) -> list[_Page]:
+    """`order`, except that a page whose best chunk ranks better in both lists than another page's comes before it."""
+    placed: list[_Page] = []
+    for page in order:
+        at = len(placed)
+        while at and _better_in_both(candidates[page.ids[0]], candidates[placed[at - 1].ids[0]]):
+            at -= 1
+        placed.insert(at, page)
+    return placed
+
+
+def _better_in_both(hit: Hit, other: Hit) -> bool:
+    ranks = [(found.explain.get("dense_rank", math.inf), found.explain.get("lexical_rank", math.inf)) for found in (hit, other)]
+    return ranks[0][0] < ranks[1][0] and ranks[0][1] < ranks[1][1]
+
+
+def _interleaved(orders: list[list[_Page]]) -> list[_Page]:
+    """Each collection's pages in its own order, the collections taking turns by the strongest best-section key each
+    has still to show: page bonuses differ between collections (a record has one section), so they order pages within
+    a collection and never decide between collections."""
+    strongest = []
+    for order in orders:
+        to_come, top = [], -math.inf
+        for page in reversed(order):
+            top = max(top, page.best)
+            to_come.append(top)
+        strongest.append(to_come[::-1])
+    at = [0] * len(orders)
+    merged: list[_Page] = []
+    while live := [n for n, order in enumerate(orders) if at[n] < len(order)]:
+        pick = max(live, key=lambda n: (strongest[n][at[n]], -orders[n][at[n]].first))
+        merged.append(orders[pick][at[pick]])
+        at[pick] += 1
+    return merged
 
 
 def needing_closeness(candidates: dict[str, Hit]) -> list[Hit]:

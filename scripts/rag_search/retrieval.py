@@ -58,9 +58,13 @@ class SearchOptions:
     # At most this many candidates of one file from each retriever, so one long file (a transcript) cannot take them all.
     per_file_candidates: int = 5
     # Hybrid (ranking.py): a page scores as its best section plus page_bonus times the keys of up to page_support other
-    # sections found by the keyword search whose cosine is at least section_floor of the question's best.
+    # sections found by the keyword search whose cosine is at least section_floor of the question's best; documentation
+    # pages, whose answers span sections, with docs_page_bonus and docs_page_support (fitted by leave-one-corpus-out on
+    # docs-faq: README, issue 26).
     page_bonus: float = 0.1
     page_support: int = 2
+    docs_page_bonus: float = 0.75
+    docs_page_support: int = 3
     section_floor: float = 0.5
     # Collections weigh exp((their best cosine - the best) / collection_temperature); the personal collection's best
     # cosine counts personal_head_start more, and about_user_head_start more again for a question about the user's own
