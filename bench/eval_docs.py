@@ -13,7 +13,7 @@ design on 380-word chunks); their rankings are kept under --work too.
 
     .venv/bin/python bench/eval_docs.py --work /tmp/docs-eval --split dev        # tune on dev
     .venv/bin/python bench/eval_docs.py --work /tmp/docs-eval --split test       # report on test
-    .venv/bin/python bench/eval_docs.py --work /tmp/docs-eval --split dev --variant best-section:page_bonus=0
+    .venv/bin/python bench/eval_docs.py --work /tmp/docs-eval --split dev --variant best-section:page_bonus=0,docs_page_bonus=0
 
 --variant NAME:field=value[,field=value] adds a hybrid system with other SearchOptions
 (retrieval.py), to compare settings in one run. --runs DIR writes score.py run files.
