@@ -10,7 +10,7 @@ chunk (one chunk per document on the page).
     .venv/bin/python bench/eval_beir.py                          # SciFact test split, all modes
     .venv/bin/python bench/eval_beir.py --split train --grid     # tune fusion on the train queries
     .venv/bin/python bench/eval_beir.py --index-dir /tmp/scifact-index   # keep (and reuse) the index
-    .venv/bin/python bench/eval_beir.py --split train --variant best-section:page_bonus=0,docs_page_bonus=0   # hybrid with other SearchOptions
+    .venv/bin/python bench/eval_beir.py --split train --variant best-section:page_bonus=0,docs_page_bonus=0  # other SearchOptions
 
 The collection is read where it lies (default ../shared/bench/scifact); it is
 evaluation data and is never copied into the project.
