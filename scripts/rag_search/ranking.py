@@ -21,7 +21,10 @@ evidence into an order, and writes into `explain` what it used, for --explain.
   few supporting sections that are themselves strong in both signals (keyword
   matches close in meaning: retrieval looks up the cosine of a keyword-only section
   of a page with other candidates), so a long page with many weak sections does not
-  outrank the one record that answers.
+  outrank the one record that answers. A documentation page, whose answer usually
+  spans sections, earns more from them, but never rises above a page whose best
+  chunk ranks better in both lists; and the bonus orders pages within a collection
+  only: the collections take turns by their chunks' evidence.
 - Personal quota: the user's best record, when its own collection's evidence is
   clear, is shown above documentation pages closer in meaning (a bare identifier
   or a symptom the docs also explain): first when both retrievers found it and
