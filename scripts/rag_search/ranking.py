@@ -194,8 +194,8 @@ def _dominated_last(order: list[_Page], candidates: dict[str, Hit]) -> list[_Pag
 
 
 def _better_in_both(hit: Hit, other: Hit) -> bool:
-    ranks = [(found.explain.get("dense_rank", math.inf), found.explain.get("lexical_rank", math.inf)) for found in (hit, other)]
-    return ranks[0][0] < ranks[1][0] and ranks[0][1] < ranks[1][1]
+    """Whether `hit` ranks above `other` in the dense list and in the keyword list (missing from a list: last)."""
+    return all(hit.explain.get(name, math.inf) < other.explain.get(name, math.inf) for name in ("dense_rank", "lexical_rank"))
 
 
 def _interleaved(orders: list[list[_Page]]) -> list[_Page]:

@@ -295,12 +295,13 @@ def _lexical(stores: dict[str, Store], query: str, options: SearchOptions, candi
     for name, store in stores.items():
         common = store.common_terms(terms, options.keyword_budget) if options.keyword_budget else frozenset()
         match = lexical.match_expression(terms, common)
-        found = store.keyword(match.expression, options.depth, options.filters, options.per_file_candidates)
+        found = [(chunk_id, bm25 / match.scale) for chunk_id, bm25 in
+                 store.keyword(match.expression, options.depth, options.filters, options.per_file_candidates)]
         if options.mode == "hybrid":
-            found = [(chunk_id, bm25) for chunk_id, bm25 in found if bm25 / match.scale >= options.min_bm25]
+            found = [(chunk_id, bm25) for chunk_id, bm25 in found if bm25 >= options.min_bm25]
         for rank, (chunk_id, bm25) in enumerate(found, start=1):
             hit = candidates.setdefault(chunk_id, Hit(chunk_id, name, 0.0, "", {}))
-            hit.explain.update(lexical_rank=rank, bm25=round(bm25 / match.scale, 4))
+            hit.explain.update(lexical_rank=rank, bm25=round(bm25, 4))
 
 
 def _fill_text(stores: dict[str, Store], candidates: dict) -> None:
