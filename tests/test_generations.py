@@ -454,3 +454,34 @@ def test_status_reports_the_disk_a_collection_takes_with_the_generation_kept_for
     personal_status = result.json["collections"]["personal"]
     kept = sum(path.stat().st_size for path in (personal(data) / "generations" / "g000001").rglob("*") if path.is_file())
     assert personal_status["disk_bytes"] >= personal_status["size_bytes"] + kept
+
+
+def page_vectors_agree(data) -> int:
+    """Check every document's stored page vector against its chunks' vectors in ChromaDB (their normalised mean);
+    returns the number of documents checked."""
+    vectors = vectors_by_id(data)
+    with sqlite3.connect(personal(data) / "generations" / current(data) / "catalog.sqlite") as db:
+        chunks: dict[str, list[str]] = {}
+        for chunk_id, key in db.execute("SELECT id, doc_key FROM chunks"):
+            chunks.setdefault(key, []).append(chunk_id)
+        stored = dict(db.execute("SELECT key, vector FROM documents"))
+    assert set(stored) == set(chunks)
+    for key, blob in stored.items():
+        mean = np.mean([vectors[chunk_id] for chunk_id in chunks[key]], axis=0)
+        assert np.allclose(np.frombuffer(blob, dtype=np.float32), mean / np.linalg.norm(mean), atol=1e-5), key
+    return len(stored)
+
+
+def test_each_document_keeps_the_mean_of_its_chunks_vectors_through_changes(state_dir, tmp_path):
+    """Issue 26: a documentation page's closeness as a whole is the cosine of its chunks' mean vector, kept in the
+    catalog when the page is written. A page that changes in part keeps the vectors of its unchanged chunks (not
+    embedded again), and a small change brings the generation before up to date by copying rows: both must keep it."""
+    data = tmp_path / "data"
+    assert index(data, state_dir).code == 0
+    assert page_vectors_agree(data) > 5
+    runbook = state_dir / "notes" / "k0s-cluster.md"
+    for n in range(2):
+        runbook.write_text(runbook.read_text() + f"\n## Afterwards {n}\n\nTell the on-call channel the release is unstuck.\n")
+        changed = index(data, state_dir)
+        assert changed.code == 0 and 0 < changed.json["embedded"] < changed.json["chunks"], changed.json
+        page_vectors_agree(data)

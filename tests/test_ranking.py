@@ -1,6 +1,7 @@
 """From evidence to an order (ranking.py): fusion, page evidence, collections on one scale, recency."""
 
 import time
+from dataclasses import replace
 
 from conftest import hit, run_script
 from rag_search.ranking import about_the_user, implied_recency_days, rank
@@ -72,6 +73,20 @@ def test_a_documentation_page_of_several_strong_sections_outranks_one_that_match
                                         heading=f"Why > Part {n}")
     assert rank(candidates, PLAIN)[0] == "answer"
     assert rank(candidates, SearchOptions(lead=0.0, docs_page_bonus=PLAIN.page_bonus, docs_page_support=2))[0] == "pointer"
+
+
+def test_of_two_documentation_pages_with_equal_sections_the_one_closer_as_a_whole_comes_first():
+    """Issue 26: a pointer page ("for backups, see the backup guide") matches the question in one sentence while the
+    page it points to is about the question throughout; retrieval gives each documentation page its closeness as a
+    whole (the cosine of its chunks' mean vector), which ranks the candidate pages as a third list."""
+    candidates = {"pointer": hit("pointer", "overview.md", score=0.6, dense=1, lexical_rank=2, heading="Overview > Backups"),
+                  "guide": hit("guide", "backup.md", score=0.58, dense=2, lexical_rank=1, heading="Backup > Snapshots")}
+    candidates["pointer"].explain["page_cosine"] = 0.31
+    candidates["guide"].explain["page_cosine"] = 0.55
+    assert rank(candidates, replace(PLAIN, docs_page_closeness=0.0))[0] == "pointer", "tied: the first seen"
+    assert rank(candidates, PLAIN)[0] == "guide"
+    assert candidates["guide"].explain["page_closeness"] == round(PLAIN.docs_page_closeness / (PLAIN.rrf_k + 1), 6)
+    assert candidates["pointer"].explain["page_closeness"] == round(PLAIN.docs_page_closeness / (PLAIN.rrf_k + 2), 6)
 
 
 def test_a_page_bonus_orders_pages_within_their_collection_but_not_the_collections():

@@ -101,7 +101,7 @@ def test_the_keyword_copy_keeps_a_file_whose_chunks_span_two_pages():
     from rag_search.server_vectors import keyword_documents
 
     def chunk(chunk_id, text, file, ord_):
-        return (chunk_id, text, {"source_id": "personal", "file": file, "chunk_index": ord_, "heading": "Notes"})
+        return (chunk_id, text, {"source_id": "personal", "file": file, "chunk_index": ord_, "heading": "Notes"}, None)
 
     documents = keyword_documents([chunk("a:0", "first part", "a.md", 0), chunk("a:1", "second part", "a.md", 1),
                                    chunk("a:2", "third part", "a.md", 2), chunk("b:0", "other file", "b.md", 0)])
@@ -152,3 +152,24 @@ def test_a_writer_whose_collection_vanished_fails_loudly(chroma_server, tmp_path
     assert "no longer has" in result.stderr and "--full" in result.stderr
     rebuilt = run_script("index_personal.py", "--chroma-url", url, "--data-dir", tmp_path / "a", "--full", notes)
     assert rebuilt.code == 0 and rebuilt.json["chunks"] == 2, rebuilt
+
+
+def test_a_machine_searching_the_server_ranks_documentation_pages_as_the_writer_does(chroma_server, tmp_path):
+    """Issue 26: a documentation page's closeness as a whole comes from its page vector. The machine that wrote the
+    pages keeps them in its catalog; another machine's keyword copy of the server's chunks computes the same."""
+    url, _ = chroma_server
+    handbook = _note(tmp_path / "handbook", "backup.md", "# Backups\n\nTake an etcd snapshot every night.\n\n"
+                     "## Restore\n\nRestore the snapshot on a new control plane node.\n")
+    _note(handbook, "overview.md", "# Overview\n\nFor backups, see the backup guide.\n")
+    sources = tmp_path / "sources.json"
+    assert run_script("add_doc_source.py", "--sources", sources, "--id", "handbook", "--name", "Handbook", "--type", "local",
+                      "--path", handbook).code == 0
+    writer, reader = tmp_path / "writer", tmp_path / "reader"
+    assert run_script("index_docs.py", "--sources", sources, "--chroma-url", url, "--data-dir", writer, "--all").code == 0
+    question = ("--index", "docs", "--explain", "how do I back up the cluster?")
+    written = run_script("search.py", "--data-dir", writer, *question, env={"RAG_SEARCH_CHROMA_URL": url})
+    copied = run_script("search.py", "--data-dir", reader, *question, env={"RAG_SEARCH_CHROMA_URL": url})
+    assert written.code == copied.code == 0, (written, copied)
+    closeness = [{result["file"]: result["explain"]["page_cosine"] for result in found.json["results"]} for found in (written, copied)]
+    assert set(closeness[0]) == {"handbook/backup.md", "handbook/overview.md"}, closeness
+    assert closeness[0] == pytest.approx(closeness[1], abs=1e-3)

@@ -89,3 +89,32 @@ def test_after_an_upgrade_partial_runs_keep_everything_and_complete_runs_rebuild
     fresh = run_script("search.py", "--data-dir", data, "why is self-heal off?", env=env)
     assert fresh.code == 0 and "reindex" not in fresh.json, fresh
     assert "drift alerts" in fresh.json["results"][0]["chunk"]
+
+
+def test_an_index_of_schema_6_answers_without_page_vectors_until_a_complete_run_rebuilds_it(tmp_path):
+    """Schema 7 keeps each document's page vector (issue 26). An index of schema 6 has none: searches still answer
+    from it (ranked without page closeness) and say reindex; the next complete run rebuilds it from its own vectors."""
+    data = tmp_path / "data"
+    handbook = tmp_path / "handbook"
+    handbook.mkdir()
+    (handbook / "oncall.md").write_text("# On call\n\nPage the secondary after fifteen minutes without an acknowledgement.\n")
+    add_source("--id", "handbook", "--name", "Handbook", "--type", "local", "--path", handbook)
+    assert index_docs(data, "--all").code == 0
+    docs = chunk_ids(data, "docs")
+    with sqlite3.connect(published_folder(data, "docs") / "catalog.sqlite") as catalog:
+        catalog.execute("ALTER TABLE documents DROP COLUMN vector")
+        catalog.execute("PRAGMA user_version = 6")
+    age_index(data, "docs", schema=6)
+
+    searched = run_script("search.py", "--data-dir", data, "--index", "docs", "--explain", "when do I page the secondary?")
+    assert searched.code == 0, searched
+    assert "fifteen minutes" in searched.json["results"][0]["chunk"]
+    assert "page_cosine" not in searched.json["results"][0]["explain"]
+    assert "index_docs.py" in searched.json["reindex"]["docs"], searched.json
+
+    rebuilt = index_docs(data, "--all")
+    assert rebuilt.code == 0, rebuilt
+    assert chunk_ids(data, "docs") == docs
+    assert sum(source["embedded"] for source in rebuilt.json["sources"]) == 0, rebuilt.json
+    fresh = run_script("search.py", "--data-dir", data, "--index", "docs", "--explain", "when do I page the secondary?")
+    assert "reindex" not in fresh.json and "page_cosine" in fresh.json["results"][0]["explain"], fresh.json

@@ -17,13 +17,16 @@ import json
 import sqlite3
 from pathlib import Path
 
+import numpy as np
+
 from . import lexical
 from .datadir import sqlite_uri
 from .errors import FingerprintMismatch
 from .records import ChunkRecord, DocumentRecord, Filters, StoredChunk
 
 # Part of the index fingerprint: a store with another schema is rebuilt, not migrated.
-SCHEMA_VERSION = 6  # 6: chunk text and metadata in the catalog, not in ChromaDB
+SCHEMA_VERSION = 7  # 7: each document's page vector; 6: chunk text and metadata in the catalog, not in ChromaDB
+ANSWERS_FROM = (6,)  # older schemas a reader still answers from, until the next complete run rebuilds (no page vectors)
 TABLES = ("documents", "chunks", "chunk_texts", "sources", "chunk_terms")
 _BATCH = 500  # SQLite's host parameters per statement stay well under its limit
 POOL = 2  # with a cap per document, the best POOL * depth matches are looked at to keep `depth` of them
@@ -38,7 +41,8 @@ CREATE TABLE IF NOT EXISTS documents (
     content_hash TEXT NOT NULL,
     chunk_count  INTEGER NOT NULL,
     indexed_at   TEXT NOT NULL,
-    state        TEXT                -- JSON kept by the source between runs (a page's ETag…)
+    state        TEXT,               -- JSON kept by the source between runs (a page's ETag…)
+    vector       BLOB                -- float32: the normalised mean of its chunks' vectors (its closeness as a whole)
 );
 CREATE INDEX IF NOT EXISTS documents_by_source ON documents (source_id);
 CREATE TABLE IF NOT EXISTS chunks (
@@ -74,9 +78,9 @@ class Catalog:
         """Open (and for writers create) the catalog.
 
         A catalog of another schema is refused (FingerprintMismatch): only a rebuild, into a new catalog, replaces it.
-        Except: `any_schema` reads it anyway (for what every schema has: a rebuild's reusable vectors), and a `cache`
-        (a server's keyword copy, made again from the server) starts afresh. A reader opens the file read-only and
-        immutable: published generations never change.
+        Except: `any_schema` reads it anyway (for what every schema has: a rebuild's reusable vectors), a reader answers
+        from a schema of ANSWERS_FROM, and a `cache` (a server's keyword copy, made again from the server) starts afresh.
+        A reader opens the file read-only and immutable: published generations never change.
         """
         self.path = path
         if writable:
@@ -84,7 +88,7 @@ class Catalog:
         else:
             self._db = sqlite3.connect(sqlite_uri(path, mode="ro", immutable="1"), uri=True)
         version = self._db.execute("PRAGMA user_version").fetchone()[0]
-        if version != SCHEMA_VERSION and self._has_tables() and not any_schema:
+        if version != SCHEMA_VERSION and self._has_tables() and not any_schema and (writable or version not in ANSWERS_FROM):
             if not cache:
                 self._db.close()
                 raise FingerprintMismatch(f"the index in {path.parent} was built by another version of rag-search",
@@ -97,6 +101,7 @@ class Catalog:
             self._db.execute("PRAGMA journal_mode=DELETE")
             self._db.executescript(_SCHEMA)
             self._db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        self._page_vectors = writable or version == SCHEMA_VERSION  # schema 6 has none
         self.changed = False  # whether this run wrote anything: no change, no new generation
         self._writable = writable
         self._term_rows: dict[str, int] = {}  # {term: chunks holding it}, for common_terms
@@ -231,16 +236,20 @@ class Catalog:
             found.update(dict(rows))
         return found
 
-    def write(self, items: list[tuple[DocumentRecord, list[ChunkRecord]]]) -> None:
-        """Write documents with their chunks and keyword terms, replacing earlier versions, in one transaction."""
+    def write(self, items: list[tuple[DocumentRecord, list[ChunkRecord]]], page_vectors: dict[str, np.ndarray] | None = None) -> None:
+        """Write documents with their chunks and keyword terms, replacing earlier versions, in one transaction; with
+        each document's page vector where `page_vectors` has one (a server's keyword copy has none)."""
         self.changed = True
+        page_vectors = page_vectors or {}
         with self._db:
             for record, chunks in items:
                 self._delete(record.key)
+                vector = page_vectors.get(record.key)
                 self._db.execute(
-                    "INSERT INTO documents VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    "INSERT INTO documents VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (record.key, record.source_id, record.file, record.identity, record.content_hash, record.chunk_count,
-                     record.indexed_at, json.dumps(record.state) if record.state else None),
+                     record.indexed_at, json.dumps(record.state) if record.state else None,
+                     None if vector is None else np.asarray(vector, dtype=np.float32).tobytes()),
                 )
                 for chunk in chunks:
                     num = self._db.execute(
@@ -338,6 +347,16 @@ class Catalog:
         while len(kept) > 1 and sum(self._term_rows[term] for term in kept) > budget:
             kept.pop()
         return frozenset(terms) - set(kept)
+
+    def page_vectors(self, keys: list[str]) -> dict[str, np.ndarray]:
+        """{document key: its page vector} for those of `keys` that have one (none in an index of schema 6)."""
+        found: dict[str, np.ndarray] = {}
+        for start in range(0, len(keys), _BATCH) if self._page_vectors else ():
+            batch = keys[start : start + _BATCH]
+            rows = self._db.execute(
+                f"SELECT key, vector FROM documents WHERE vector IS NOT NULL AND key IN ({','.join('?' * len(batch))})", batch)
+            found.update((key, np.frombuffer(blob, dtype=np.float32)) for key, blob in rows)
+        return found
 
     def document_keys(self, ids: list[str]) -> dict[str, str]:
         """{chunk id: its document's key} for the chunks the catalog has."""

@@ -22,9 +22,11 @@ evidence into an order, and writes into `explain` what it used, for --explain.
   matches close in meaning: retrieval looks up the cosine of a keyword-only section
   of a page with other candidates), so a long page with many weak sections does not
   outrank the one record that answers. A documentation page, whose answer usually
-  spans sections, earns more from them, but never rises above a page whose best
-  chunk ranks better in both lists; and the bonus orders pages within a collection
-  only: the collections take turns by their chunks' evidence.
+  spans sections, earns more from them, and from its closeness as a whole (the
+  cosine of its chunks' mean vector, ranked among the candidate pages: a third
+  list, of pages), but never rises above a page whose best chunk ranks better in
+  both lists; and these bonuses order pages within a collection only: the
+  collections take turns by their chunks' evidence.
 - Personal quota: the user's best record, when its own collection's evidence is
   clear, is shown above documentation pages closer in meaning (a bare identifier
   or a symptom the docs also explain): first when both retrievers found it and
@@ -158,7 +160,8 @@ def by_page(ranked: list[str], candidates: dict[str, Hit], keys: dict[str, float
     docs_page_bonus and docs_page_support, and there a page whose best chunk is better in both lists stays above (the
     larger bonus never lifts a page of fair sections over the chunk first in both). Collections are then interleaved
     by their chunks' keys (_interleaved). Ties keep the order of each page's best chunk. A section is a heading path of
-    a file; a record of a JSON file is a page of its own."""
+    a file; a record of a JSON file is a page of its own. Documentation pages earn their closeness as a whole too
+    (_with_closeness)."""
     pages: dict[tuple, list[str]] = {}
     for chunk_id in ranked:
         pages.setdefault(_page_of(candidates[chunk_id]), []).append(chunk_id)
@@ -176,10 +179,28 @@ def by_page(ranked: list[str], candidates: dict[str, Hit], keys: dict[str, float
                                                 page_chunks=len(ids))
         orders.setdefault(collection, []).append(_Page(best + bonus, first, best, ids))
     for collection, order in orders.items():
+        if collection != PERSONAL:  # a record is a page of its own: no closeness as a whole
+            order = _with_closeness(order, candidates, options)
         order.sort(key=lambda page: (-page.score, page.first))
         if collection != PERSONAL:  # personal pages keep a bonus too small to need it, and recency may lift one
-            orders[collection] = _dominated_last(order, candidates)
+            order = _dominated_last(order, candidates)
+        orders[collection] = order
     return [page.ids for page in _interleaved(list(orders.values()))]
+
+
+def _with_closeness(order: list[_Page], candidates: dict[str, Hit], options) -> list[_Page]:
+    """`order`'s pages, each scoring docs_page_closeness / (rrf_k + its rank by closeness as a whole) more: a third list,
+    of pages, fused by rank like the other two (a page without a page vector earns nothing)."""
+    closest = sorted((page for page in order if "page_cosine" in candidates[page.ids[0]].explain),
+                     key=lambda page: candidates[page.ids[0]].explain["page_cosine"], reverse=True)
+    rank_of = {page.first: rank for rank, page in enumerate(closest, start=1)}
+    scored = []
+    for page in order:
+        closeness = options.docs_page_closeness / (options.rrf_k + rank_of[page.first]) if page.first in rank_of else 0.0
+        for chunk_id in page.ids:
+            candidates[chunk_id].explain.update(page_closeness=round(closeness, 6), page_score=round(page.score + closeness, 6))
+        scored.append(page._replace(score=page.score + closeness))
+    return scored
 
 
 def _dominated_last(order: list[_Page], candidates: dict[str, Hit]) -> list[_Page]:

@@ -59,12 +59,15 @@ class SearchOptions:
     per_file_candidates: int = 5
     # Hybrid (ranking.py): a page scores as its best section plus page_bonus times the keys of up to page_support other
     # sections found by the keyword search whose cosine is at least section_floor of the question's best; documentation
-    # pages, whose answers span sections, with docs_page_bonus and docs_page_support (leave-one-corpus-out on docs-faq
-    # picks 1.0; 0.75 keeps the docs questions of eval_mixed.py with all 14 sets: README, issue 26).
+    # pages, whose answers span sections, with docs_page_bonus and docs_page_support; and a documentation page earns
+    # docs_page_closeness / (rrf_k + its rank among the candidate pages by its closeness as a whole: the cosine of its
+    # chunks' mean vector), so a page about the question outranks a pointer to it (leave-one-corpus-out on docs-faq
+    # picks both values in every fold: README, issue 26).
     page_bonus: float = 0.1
     page_support: int = 2
-    docs_page_bonus: float = 0.75
+    docs_page_bonus: float = 1.0
     docs_page_support: int = 3
+    docs_page_closeness: float = 0.5
     section_floor: float = 0.5
     # Collections weigh exp((their best cosine - the best) / collection_temperature); the personal collection's best
     # cosine counts personal_head_start more, and about_user_head_start more again for a question about the user's own
@@ -267,8 +270,10 @@ def search(stores: dict[str, Store], query: str, vector: np.ndarray, options: Se
     _fill_text(stores, candidates)
     if options.min_score is not None:
         candidates = {hit.id: hit for hit in _scored(stores, vector, list(candidates.values())) if hit.score >= options.min_score}
-    elif options.mode == "hybrid":  # page evidence weighs its sections' closeness
+    elif options.mode == "hybrid":  # page evidence weighs its sections' closeness, and a page's as a whole
         _scored(stores, vector, ranking.needing_closeness(candidates))
+    if options.mode == "hybrid" and options.docs_page_closeness:
+        _page_closeness(stores, vector, candidates)
 
     hits = [candidates[chunk_id] for chunk_id in ranking.rank(candidates, options, ranking.about_the_user(query))]
     if reranker is not None:
@@ -312,6 +317,19 @@ def _fill_text(stores: dict[str, Store], candidates: dict) -> None:
         for hit in missing:
             if hit.id not in kept:
                 del candidates[hit.id]
+
+
+def _page_closeness(stores: dict[str, Store], vector: np.ndarray, candidates: dict) -> None:
+    """Each documentation candidate's page closeness (the cosine of its page's vector), for ranking.by_page; the
+    user's records are pages of their own, so the personal collection has none."""
+    for name, store in stores.items():
+        hits = [hit for hit in candidates.values() if hit.collection == name and hit.document]
+        if name == ranking.PERSONAL or not hits:
+            continue
+        closeness = store.page_closeness(sorted({hit.document for hit in hits}), vector)
+        for hit in hits:
+            if hit.document in closeness:
+                hit.explain["page_cosine"] = round(closeness[hit.document], 4)
 
 
 def _scored(stores: dict[str, Store], vector: np.ndarray, hits: list[Hit]) -> list[Hit]:

@@ -39,7 +39,7 @@ from .errors import FingerprintMismatch, IndexNotBuilt, IndexWriteError, StoreEr
 from .generations import INDEX_COMMANDS
 from .locking import exclusive_lock
 from .records import ChunkRecord, DocumentRecord
-from .vectors import VectorIndex
+from .vectors import VectorIndex, page_vector
 
 log = logging.getLogger("rag_search")
 
@@ -164,7 +164,8 @@ class ServerVectors:
             if (catalog.source_state(MIRROR_STATE) or {}).get("version") == version:
                 return  # another search rebuilt it meanwhile
             catalog.clear()
-            catalog.write(keyword_documents(self._index.chunks()))
+            chunks = self._index.chunks()
+            catalog.write(keyword_documents(chunks), page_vectors(chunks))
             catalog.set_source_state(MIRROR_STATE, {"version": version})
 
     # --- writing ------------------------------------------------------------
@@ -301,11 +302,11 @@ class ServerVectors:
             self._index = None
 
 
-def keyword_documents(chunks: list[tuple[str, str, dict]]) -> list[tuple[DocumentRecord, list[ChunkRecord]]]:
+def keyword_documents(chunks: list[tuple[str, str, dict, np.ndarray]]) -> list[tuple[DocumentRecord, list[ChunkRecord]]]:
     """Catalog rows for a server collection: its chunks grouped by file, with their text and keyword terms."""
     documents: dict[str, tuple[DocumentRecord, list[ChunkRecord]]] = {}
-    for chunk_id, text, metadata in chunks:
-        key = f"{metadata.get('source_id', '')}:{metadata.get('file', '')}"
+    for chunk_id, text, metadata, _ in chunks:
+        key = _document_key(metadata)
         if key not in documents:
             documents[key] = (DocumentRecord(key, metadata.get("source_id", ""), metadata.get("file", ""), None, "", 0,
                                              metadata.get("indexed_at", "")), [])
@@ -314,6 +315,18 @@ def keyword_documents(chunks: list[tuple[str, str, dict]]) -> list[tuple[Documen
         records.append(ChunkRecord(chunk_id, int(metadata.get("chunk_index", 0)), text, embedded, "", metadata))
         record.chunk_count += 1
     return list(documents.values())
+
+
+def page_vectors(chunks: list[tuple[str, str, dict, np.ndarray]]) -> dict[str, np.ndarray]:
+    """{document key: its page vector} for a server collection's chunks, as the machine that wrote them has."""
+    by_document: dict[str, list[np.ndarray]] = {}
+    for _, _, metadata, vector in chunks:
+        by_document.setdefault(_document_key(metadata), []).append(vector)
+    return {key: page_vector(vectors) for key, vectors in by_document.items()}
+
+
+def _document_key(metadata: dict) -> str:
+    return f"{metadata.get('source_id', '')}:{metadata.get('file', '')}"
 
 
 def owner_id(data_dir: Path) -> str:

@@ -259,6 +259,12 @@ class Store:
                 hit.text, hit.metadata, hit.document = stored[hit.id].text, stored[hit.id].metadata, stored[hit.id].document
         return [hit for hit in hits if hit.id in stored]
 
+    def page_closeness(self, keys: list[str], vector: np.ndarray) -> dict[str, float]:
+        """{document key: the cosine of its page vector and `vector`}: how close each page is as a whole (a document
+        of an index built before page vectors has none)."""
+        with self._reading():
+            return {key: float(np.dot(page, vector)) for key, page in self._catalog.page_vectors(keys).items()}
+
     def fill_scores(self, hits: list[Hit], vector: np.ndarray) -> list[Hit]:
         """The cosine score of hits found by keyword only; hits without a stored vector are dropped."""
         with self._reading():

@@ -31,6 +31,7 @@ from .records import ChunkRecord, DocumentRecord
 from .reuse import Donor, same_vectors
 from .store import Store, describe, rebuild_hint, vector_backend
 from .vector_file import VectorFile, unpublished_path
+from .vectors import page_vector
 
 log = logging.getLogger("rag_search")
 
@@ -210,12 +211,24 @@ class StoreWriter(Store):
             if is_disk_full(exc):
                 raise
             self._vectors.write_failed(exc)
+        embedded = dict(zip([chunk.id for chunk in fresh], vectors, strict=True))
         try:
-            self._catalog.write(items)
+            self._catalog.write(items, self._page_vectors(items, embedded))
         except Exception as exc:
             self._undo([chunk.id for chunk in fresh], exc)
         self._vectors.remove(stale)
         return len(fresh), len(stale)
+
+    def _page_vectors(self, items: list[tuple[DocumentRecord, list[ChunkRecord]]], fresh: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """{document key: the normalised mean of its chunks' vectors}, from the vectors just embedded and, for chunks
+        kept from the document's earlier version, those in the index."""
+        kept = [chunk.id for _, chunks in items for chunk in chunks if chunk.id not in fresh]
+        known = {**(self._vectors.index.vectors(kept) if kept else {}), **fresh}
+        page_vectors = {}
+        for record, chunks in items:
+            if found := [known[chunk.id] for chunk in chunks if chunk.id in known]:
+                page_vectors[record.key] = page_vector(found)
+        return page_vectors
 
     def remove(self, keys: list[str]) -> int:
         """Remove documents and their chunks; returns the number of chunks removed."""

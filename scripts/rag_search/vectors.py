@@ -236,10 +236,10 @@ class VectorIndex:
             vectors = np.asarray(page["embeddings"], np.float32) if with_vectors else None
             yield page["ids"], list(page["documents"]), [dict(metadata or {}) for metadata in page["metadatas"]], vectors
 
-    def chunks(self) -> list[tuple[str, str, dict]]:
-        """(id, text, metadata) of every chunk: a server collection's content, for a machine's keyword copy."""
-        return [(chunk_id, text or "", metadata) for ids, texts, metadatas, _ in self.pages()
-                for chunk_id, text, metadata in zip(ids, texts, metadatas, strict=True)]
+    def chunks(self) -> list[tuple[str, str, dict, np.ndarray]]:
+        """(id, text, metadata, vector) of every chunk: a server collection's content, for a machine's keyword copy."""
+        return [(chunk_id, text or "", metadata, vector) for ids, texts, metadatas, vectors in self.pages(with_vectors=True)
+                for chunk_id, text, metadata, vector in zip(ids, texts, metadatas, vectors, strict=True)]
 
     def query(self, vector: np.ndarray, n: int, filters: Filters) -> list[tuple[str, float]]:
         """The `n` nearest chunks: (id, cosine similarity), nearest first.
@@ -256,6 +256,13 @@ class VectorIndex:
         if not sample["ids"]:
             return True
         return bool(self.collection.query(query_embeddings=sample["embeddings"], n_results=1)["ids"][0])
+
+
+def page_vector(vectors: list[np.ndarray]) -> np.ndarray:
+    """The normalised mean of a page's chunk vectors: its direction as a whole, whose cosine with a question says how
+    close the page is to it throughout (a pointer page matches in one sentence)."""
+    mean = np.mean(vectors, axis=0)
+    return mean / (np.linalg.norm(mean) or 1.0)
 
 
 def where(filters: Filters) -> dict | None:
