@@ -181,3 +181,29 @@ def test_a_keyword_match_of_only_a_term_in_most_chunks_is_no_evidence(tmp_path):
     assert hybrid[0].metadata["file"] == "audience.md"
     assert not [found.metadata["file"] for found in hybrid if "lexical_rank" in found.explain]
     assert len(keyword) == 5
+
+
+def test_a_documentation_page_is_as_close_as_its_chunks_mean_and_a_record_as_itself(tmp_path):
+    """Issue 26: each documentation page is given its closeness as a whole, the cosine of its chunks' mean vector. A
+    record of a JSON file is a page of its own (ranking), so its closeness is its own, not its file's."""
+    docs = tmp_path / "handbook"
+    docs.mkdir()
+    (docs / "backup.md").write_text("# Backups\n\nTake an etcd snapshot every night.\n\n## Restore\n\n"
+                                    "Restore the snapshot on a new control plane node.\n", encoding="utf-8")
+    (docs / "faq.json").write_text('[{"question": "How do I back up etcd?", "answer": "etcdctl snapshot save."},'
+                                   ' {"question": "Which CNI do we ship?", "answer": "kube-router, with BGP."}]', encoding="utf-8")
+    sources = tmp_path / "sources.json"
+    assert run_script("add_doc_source.py", "--sources", sources, "--id", "handbook", "--name", "Handbook", "--type", "local",
+                      "--path", docs, "--glob", "*.*").code == 0
+    assert run_script("index_docs.py", "--sources", sources, "--data-dir", tmp_path / "data", "--all").code == 0
+    searcher = Searcher(load_settings(data_dir=str(tmp_path / "data")), "docs")
+    try:
+        hits = searcher.search("how do I back up etcd?", SearchOptions(top_k=10, per_file=0)).hits
+    finally:
+        searcher.close()
+    backup = [found for found in hits if found.metadata["file"] == "handbook/backup.md"]
+    records = [found for found in hits if found.metadata["file"] == "handbook/faq.json"]
+    assert len(backup) == 2 and len(records) == 2, [(found.metadata["file"], found.id) for found in hits]
+    assert backup[0].explain["page_cosine"] == backup[1].explain["page_cosine"] < max(found.score for found in backup)
+    for record in records:
+        assert record.explain["page_cosine"] == record.explain["cosine"], record.explain

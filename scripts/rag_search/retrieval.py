@@ -320,14 +320,19 @@ def _fill_text(stores: dict[str, Store], candidates: dict) -> None:
 
 
 def _page_closeness(stores: dict[str, Store], vector: np.ndarray, candidates: dict) -> None:
-    """Each documentation candidate's page closeness (the cosine of its page's vector), for ranking.by_page; the
-    user's records are pages of their own, so the personal collection has none."""
+    """Each documentation candidate's page closeness (the cosine of its page's vector), for ranking.by_page. A record
+    of a JSON file is a page of its own: its closeness is its own cosine. The user's records and notes get none."""
     for name, store in stores.items():
         hits = [hit for hit in candidates.values() if hit.collection == name and hit.document]
         if name == ranking.PERSONAL or not hits:
             continue
-        closeness = store.page_closeness(sorted({hit.document for hit in hits}), vector)
-        for hit in hits:
+        records = [hit for hit in hits if hit.metadata.get("kind") in ranking.RECORD_FILES]
+        for hit in records:
+            if "cosine" in hit.explain:
+                hit.explain["page_cosine"] = hit.explain["cosine"]
+        pages = [hit for hit in hits if hit.metadata.get("kind") not in ranking.RECORD_FILES]
+        closeness = store.page_closeness(sorted({hit.document for hit in pages}), vector) if pages else {}
+        for hit in pages:
             if hit.document in closeness:
                 hit.explain["page_cosine"] = round(closeness[hit.document], 4)
 
