@@ -264,7 +264,10 @@ def main() -> int:
         if args.baseline:
             child_peak([python, str(args.baseline / "scripts" / "index_personal.py"), "--quiet", "--data-dir", str(baseline_data),
                         str(corpus)], env)
-            baseline = [[python, str(args.baseline / "scripts" / "search.py"), "--data-dir", str(baseline_data), QUERIES[0]]]
+            # Cold, as this version's --no-resident: a baseline with a resident searcher would answer warm (one without
+            # ignores the variable).
+            baseline = [["env", "RAG_SEARCH_RESIDENT=0", python, str(args.baseline / "scripts" / "search.py"), "--data-dir",
+                         str(baseline_data), QUERIES[0]]]
         rows = warm_and_cold(search, env, args.runs, naive, *baseline)
         report["warm_search"], report["cold_search"], report["cold_naive"] = rows[:3]
         if baseline:
