@@ -351,7 +351,9 @@ class Catalog:
     def page_vectors(self, keys: list[str]) -> dict[str, np.ndarray]:
         """{document key: its page vector} for those of `keys` that have one (none in an index of schema 6)."""
         found: dict[str, np.ndarray] = {}
-        for start in range(0, len(keys), _BATCH) if self._page_vectors else ():
+        if not self._page_vectors:
+            return found
+        for start in range(0, len(keys), _BATCH):
             batch = keys[start : start + _BATCH]
             rows = self._db.execute(
                 f"SELECT key, vector FROM documents WHERE vector IS NOT NULL AND key IN ({','.join('?' * len(batch))})", batch)
