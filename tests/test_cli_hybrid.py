@@ -229,3 +229,32 @@ def test_a_page_of_loosely_related_sections_does_not_outrank_the_note_that_answe
                         "where do the Grafana dashboards live?")
     assert result.code == 0, result
     assert result.json["results"][0]["file"] == "notes/other.md", [(hit["file"], hit["explain"]) for hit in result.json["results"]]
+
+
+TICKETS = {
+    "led-517.md": "# LED-517\n\nCustomer reported that exports of the usage report stall. Root cause: the worker pool was "
+                  "exhausted by retries.\nFixed by capping retries at three and adding jitter.\n",
+    "led-482.md": "# LED-482: dashboard export times out\n\n## Symptom\nThe dashboard export for large tenants times out "
+                  "after 30 seconds. Related to LED-480.\n\n## Fix\nHow did we fix the export timeout? We paginated the "
+                  "export query and raised the gateway timeout to 120 seconds.\n\n## Follow-up\nExport timeouts in the "
+                  "LED project: watch the export worker pool; the timeout fix holds.\n",
+}
+TOPICS = ("postgres vacuum settings", "redis eviction policy", "celery worker prefetch", "fastapi lifespan hooks",
+          "nginx buffer sizes", "kafka consumer lag", "grafana alert routing", "terraform state locking",
+          "docker layer caching", "s3 lifecycle rules", "cron job for backups", "oauth token refresh")
+
+
+def test_the_one_note_holding_a_ticket_id_of_the_question_comes_first(tmp_path):
+    """Issue 38: an exact ticket id held by one note ranked second, behind a note with a near id (LED-517 vs LED-482:
+    closer in meaning, it matched in two sections and dense put it first)."""
+    root = tmp_path / "notes"
+    (root / "tickets").mkdir(parents=True)
+    for name, text in TICKETS.items():
+        (root / "tickets" / name).write_text(text)
+    for n, topic in enumerate(TOPICS):  # other tickets, so that the question's common words weigh little
+        (root / f"topic-{n}.md").write_text(f"# {topic.title()}\n\nTicket LED-{400 + n} covered {topic}; defaults kept.\n\n"
+                                            f"## Details\n\nReviewed by the platform team, see LED-{300 + n}.\n")
+    assert run_script("index_personal.py", "--data-dir", tmp_path / "data", root).code == 0
+    for query in ("LED-517 export fix", "how did we fix the export timeout in LED-517"):
+        assert top_files(tmp_path / "data", query)[0] == "tickets/led-517.md", query
+        assert top_files(tmp_path / "data", query, "--mode", "dense")[0] == "tickets/led-482.md", "meaning alone prefers it"

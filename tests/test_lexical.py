@@ -2,7 +2,7 @@
 
 import pytest
 
-from rag_search.lexical import match_expression, query_terms, terms
+from rag_search.lexical import identifiers, match_expression, query_terms, terms
 
 
 @pytest.mark.parametrize(
@@ -42,3 +42,18 @@ def test_common_terms_add_to_the_score_of_what_rarer_terms_select():
     assert match.expression == '("rotate" OR "tls") AND ("rotate" OR "tls" OR "controller" OR "controller")'
     assert match.scale == 2.0, "each term is named twice"
     assert match_expression(["controller"], frozenset({"controller"})) == ('"controller"', 1.0), "no rarer term: plain"
+
+
+@pytest.mark.parametrize("query, expected", [
+    ("what was the fix for LED-517?", ["led517"]),  # a ticket id
+    ("upgrade from v1.30.0 to v1.31", ["v1300", "v131"]),  # versions
+    ("what does max_tokens default to", ["maxtokens"]),  # an underscore joins only identifiers
+    ("is HTTP/2 supported", ["http2"]),
+    ("why is `selfHeal` off and what is `prune`", ["selfheal", "prune"]),  # anything in a code span
+    ("a read-only, well-known and/or built-in volume", []),  # hyphenated prose is not an identifier
+    ("the 1.5 release in 2024-05", []),  # numbers alone are not
+])
+def test_identifiers_of_a_query_are_the_joined_terms_of_its_identifiers(query, expected):
+    """Issue 38: an exact identifier held by one page must not rank below a page that lacks it; these are the query's
+    identifiers, as the keyword index stores them whole."""
+    assert identifiers(query) == expected

@@ -254,3 +254,26 @@ def test_search_applies_the_recency_a_question_implies_unless_one_is_set(tmp_pat
     plain = run_script("search.py", "--data-dir", data, "--explain", "--index", "personal", "which chart did we push to the registry?")
     assert plain.json["results"][0]["file"] == "old.md"
     assert not any("recency" in result["explain"] for result in plain.json["results"])
+
+
+def test_the_one_page_holding_an_identifier_of_the_question_is_not_ranked_below_a_page_that_lacks_it():
+    """Issue 38: "LED-517 export fix" ranked the note of LED-482 (closer in meaning, two matching sections) above the one
+    note that holds LED-517. Retrieval marks the chunk of the one page holding an identifier of the question; that
+    page then comes first, documentation too."""
+    candidates = {  # the evidence of that search
+        "near-1": hit("near-1", "tickets/led-482.md", "personal", score=0.66, dense=1, lexical_rank=3, bm25=4.8,
+                      heading="LED-482 > Follow-up"),
+        "near-2": hit("near-2", "tickets/led-482.md", "personal", score=0.59, dense=2, lexical_rank=2, bm25=5.8,
+                      heading="LED-482 > Fix"),
+        "near-3": hit("near-3", "tickets/led-482.md", "personal", score=0.58, dense=3, lexical_rank=4, bm25=4.1,
+                      heading="LED-482 > Symptom"),
+        "exact": hit("exact", "tickets/led-517.md", "personal", score=0.56, dense=4, lexical_rank=1, bm25=9.7, heading="LED-517"),
+        "other": hit("other", "notes.md", "personal", score=0.47, dense=5, heading="Team notes"),
+        "doc": hit("doc", "export.md", "docs", score=0.6, dense=1, lexical_rank=1, heading="Exports"),
+    }
+    assert rank(candidates, SearchOptions())[0] != "exact"
+    candidates["exact"].explain["identifier"] = "led517"
+    for mode in ("hybrid", "lexical"):
+        assert rank(candidates, SearchOptions(mode=mode))[0] == "exact", mode
+    assert rank(candidates, SearchOptions(mode="dense"))[0] != "exact"  # meaning alone, as asked
+    assert rank(candidates, SearchOptions(exact_identifiers=False))[0] != "exact"

@@ -331,6 +331,13 @@ class Catalog:
         return [(chunk_id, float(score)) for chunk_id, score in
                 capped([(row[0], row[1], row[3]) for row in rows], per_document)[:limit]]
 
+    def documents_matching(self, match: str, filters: Filters, limit: int) -> list[str]:
+        """Keys of up to `limit` documents with a chunk that passes `filters` and matches `match` (an FTS5 expression)."""
+        where, params = _filter_sql(filters)
+        sql = ("SELECT DISTINCT c.doc_key FROM chunk_terms JOIN chunks c ON c.num = chunk_terms.rowid "
+               f"WHERE chunk_terms MATCH ?{where} LIMIT ?")
+        return [key for (key,) in self._db.execute(sql, [match, *params, limit])]
+
     def common_terms(self, terms: list[str], budget: int) -> frozenset[str]:
         """The most common of `terms`, as few as leave the others in at most `budget` chunks (never all of them): a
         keyword search scores every chunk holding a term it matches on, and in a large index that is most of its time.

@@ -179,7 +179,7 @@ class IndexWriter:
         terms = list(dict.fromkeys(lexical.terms(value)))
         if not terms:
             return False
-        match = " AND ".join('"' + term.replace('"', '""') + '"' for term in terms)
+        match = " AND ".join(lexical.phrase(term) for term in terms)
         source_id = key.split(":", 1)[0]
         for chunk_id, _ in self.store.keyword(match, 20, Filters(sources=(source_id,))):
             record = self.store.document_of_chunk(chunk_id)

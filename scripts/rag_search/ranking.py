@@ -27,6 +27,9 @@ evidence into an order, and writes into `explain` what it used, for --explain.
   list, of pages), but never rises above a page whose best chunk ranks better in
   both lists; and these bonuses order pages within a collection only: the
   collections take turns by their chunks' evidence.
+- Exact identifiers: the one page of a collection that holds an identifier the
+  question names (a ticket id, a version, a code span) comes before every page
+  that lacks it, in hybrid and keyword modes.
 - Personal quota: the user's best record, when its own collection's evidence is
   clear, is shown above documentation pages closer in meaning (a bare identifier
   or a symptom the docs also explain): first when both retrievers found it and
@@ -76,8 +79,9 @@ def rank(candidates: dict[str, Hit], options, about_user: bool = False) -> list[
     if options.mode == "dense":
         return sorted(candidates, key=lambda chunk_id: candidates[chunk_id].score, reverse=True)
     if options.mode == "lexical":  # collections interleave by their own keyword ranks; BM25 breaks ties within one
-        return sorted(candidates, key=lambda chunk_id: (candidates[chunk_id].explain.get("lexical_rank", math.inf),
-                                                        -candidates[chunk_id].explain.get("bm25", 0.0)))
+        ranked = sorted(candidates, key=lambda chunk_id: (candidates[chunk_id].explain.get("lexical_rank", math.inf),
+                                                          -candidates[chunk_id].explain.get("bm25", 0.0)))
+        return [chunk_id for ids in holders_first([[chunk_id] for chunk_id in ranked], candidates, options) for chunk_id in ids]
     weights = collection_weights(candidates, options, about_user)
     lead = leads(candidates, options)
     keys = {chunk_id: _fused(hit, options, weights, lead.get(chunk_id, 0.0)) for chunk_id, hit in candidates.items()}
@@ -85,7 +89,17 @@ def rank(candidates: dict[str, Hit], options, about_user: bool = False) -> list[
     pages = by_page(ranked, candidates, keys, options)
     if weights:
         pages = with_personal_quota(pages, candidates, options)
-    return [chunk_id for ids in pages for chunk_id in ids]
+    return [chunk_id for ids in holders_first(pages, candidates, options) for chunk_id in ids]
+
+
+def holders_first(pages: list[list[str]], candidates: dict[str, Hit], options) -> list[list[str]]:
+    """`pages` in order, except that the pages holding an identifier of the question, each the one page of its collection
+    that holds it (retrieval marks them), come first when options.exact_identifiers: an exact ticket id or version
+    outranks any paraphrase of it."""
+    if not options.exact_identifiers:
+        return pages
+    holding = [ids for ids in pages if any("identifier" in candidates[chunk_id].explain for chunk_id in ids)]
+    return holding + [ids for ids in pages if ids not in holding] if holding else pages
 
 
 def collection_weights(candidates: dict[str, Hit], options, about_user: bool) -> dict[str, float]:

@@ -82,6 +82,9 @@ class SearchOptions:
     # personal_first_lead (ranking.leads), and its cosine is at most personal_first_gap below the documentation's best.
     personal_first_lead: float = 0.03
     personal_first_gap: float = 0.25
+    # Hybrid and lexical: the one page of a collection that holds an identifier of the question (lexical.identifiers)
+    # is ranked below no page that lacks it (ranking.holders_first).
+    exact_identifiers: bool = True
     # Hybrid: a keyword match scoring below this is left out of the fusion. BM25 weighs a term in half the chunks or
     # more at about zero (a product's name in its own docs: "Who is Linkerd for?"), and such a list's ranks say nothing.
     min_bm25: float = 0.01
@@ -267,6 +270,7 @@ def search(stores: dict[str, Store], query: str, vector: np.ndarray, options: Se
         _dense(stores, vector, options, candidates)
     if options.mode in ("hybrid", "lexical"):
         _lexical(stores, query, options, candidates)
+        _identifier_holders(stores, query, options, candidates)
     _fill_text(stores, candidates)
     if options.min_score is not None:
         candidates = {hit.id: hit for hit in _scored(stores, vector, list(candidates.values())) if hit.score >= options.min_score}
@@ -307,6 +311,16 @@ def _lexical(stores: dict[str, Store], query: str, options: SearchOptions, candi
         for rank, (chunk_id, bm25) in enumerate(found, start=1):
             hit = candidates.setdefault(chunk_id, Hit(chunk_id, name, 0.0, "", {}))
             hit.explain.update(lexical_rank=rank, bm25=round(bm25, 4))
+
+
+def _identifier_holders(stores: dict[str, Store], query: str, options: SearchOptions, candidates: dict) -> None:
+    """Mark the best chunk of the one page of a collection that holds an identifier of the query (LED-517, v1.30.0, a
+    code span), a candidate now if it was not: ranking puts no page that lacks it above it."""
+    for term in lexical.identifiers(query):
+        for name, store in stores.items():
+            chunk_id = store.sole_holder(term, options.filters)
+            if chunk_id is not None:
+                candidates.setdefault(chunk_id, Hit(chunk_id, name, 0.0, "", {})).explain["identifier"] = term
 
 
 def _fill_text(stores: dict[str, Store], candidates: dict) -> None:

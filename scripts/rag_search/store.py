@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from . import generations
+from . import generations, lexical
 from .catalog import POOL, SCHEMA_VERSION, Catalog, capped
 from .chunking import chunking_settings
 from .config import Settings
@@ -244,6 +244,15 @@ class Store:
         """(chunk id, BM25 score) of the best keyword matches, best first, at most `per_document` of one document."""
         with self._reading():
             return self._catalog.keyword_search(match, depth, filters, per_document)
+
+    def sole_holder(self, term: str, filters: Filters) -> str | None:
+        """The chunk that best matches the index term `term` when one document alone holds it (among the chunks that pass
+        `filters`); None when none or several do."""
+        match = lexical.phrase(term)
+        with self._reading():
+            if len(self._catalog.documents_matching(match, filters, 2)) != 1:
+                return None
+            return self._catalog.keyword_search(match, 1, filters)[0][0]
 
     def common_terms(self, terms: list[str], budget: int) -> frozenset[str]:
         """The most common of `terms`, as few as leave the others in at most `budget` of the collection's chunks."""
