@@ -1,12 +1,14 @@
 """The contract every script keeps with an agent, tested through the scripts; and get.py and status.py."""
 
+import argparse
+import importlib
 import json
 import os
 import re
 
 import pytest
 
-from conftest import add_source, index_docs, run_script
+from conftest import SCRIPTS, add_source, index_docs, run_script
 from webserver import DocsSite, Page, html_page
 
 SEARCH_ERRORS = [
@@ -37,6 +39,76 @@ def test_every_script_reports_a_bad_flag_the_same_way(script):
     result = run_script(script, "--no-such-flag", timeout=60)
     assert result.code == 2 and result.json["error"]["code"] == 2, result
     assert len(result.stderr.splitlines()) == 1
+
+
+def parsers_of(parser, words=()):
+    """(the words that reach it, the parser) for `parser` and each of its subcommands' parsers, however deep."""
+    yield list(words), parser
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                yield from parsers_of(sub, [*words, name])
+
+
+def required_arguments(parser) -> list[str]:
+    """What `parser` needs to parse: a value for each positional (its first choice), each required option and one of
+    each required group of options; the first subcommand with what it needs."""
+    needed = []
+    chosen = [group._group_actions[0] for group in parser._mutually_exclusive_groups if group.required]
+    for action in parser._actions:
+        value = str(next(iter(action.choices))) if action.choices else "1"
+        if isinstance(action, argparse._SubParsersAction):
+            needed += [value, *required_arguments(action.choices[value])]
+        elif not action.option_strings:
+            needed += [] if action.nargs in ("?", "*") else [value]
+        elif action.required or action in chosen:
+            needed += [action.option_strings[0]] + ([] if action.nargs == 0 else [value])
+    return needed
+
+
+def unambiguous_prefix(option: str, options: list[str]) -> str | None:
+    """The longest proper prefix of `option` that no other option of its parser starts with (None if every one does)."""
+    for end in range(len(option) - 1, 2, -1):
+        if [other for other in options if other.startswith(option[:end])] == [option]:
+            return option[:end]
+    return None
+
+
+def script_parsers():
+    """(script, words before its options, parser) for every (sub)parser of every script (each has build_parser)."""
+    for path in sorted(SCRIPTS.glob("*.py")):
+        for words, parser in parsers_of(importlib.import_module(path.stem).build_parser()):
+            yield path.name, words, parser
+
+
+def parse_exit(parser, argv: list[str], capsys) -> tuple[int | None, str]:
+    """(the exit code, None when `argv` parsed; what went to stdout)."""
+    try:
+        parser.parse_args(argv)
+    except SystemExit as exit:
+        return exit.code, capsys.readouterr().out
+    return None, capsys.readouterr().out
+
+
+def test_no_script_takes_an_abbreviated_option(capsys):
+    """argparse's prefix matching guesses (memory.py add --tag a --tag b once stored ["b"] as --tags): every long option
+    of every (sub)parser of every script refuses its unambiguous prefix, with the usage error (exit 2, JSON)."""
+    taken, checked = [], 0
+    for script, words, parser in script_parsers():
+        hint = f"see {script} --help"
+        options = [option for action in parser._actions for option in action.option_strings if option.startswith("--")]
+        for option in options:
+            if (prefix := unambiguous_prefix(option, options)) is None:
+                continue
+            argv = [*words, *required_arguments(parser), prefix] if words else [prefix, *required_arguments(parser)]
+            code, stdout = parse_exit(importlib.import_module(script.removesuffix(".py")).build_parser(), argv, capsys)
+            refused = code == 2 and json.loads(stdout)["error"] == {
+                "code": 2, "type": "UsageError", "message": f"unrecognized arguments: {prefix}", "hint": hint}
+            if not refused:
+                taken.append((script, argv, code, stdout[:100]))
+            checked += 1
+    assert not taken, taken
+    assert checked > 100, checked
 
 
 def test_a_query_starting_with_a_dash_goes_after_double_dash(example_index):

@@ -30,7 +30,13 @@ STOPPED_HINT = ("the index published before still serves (a stopped index run pu
 
 
 class Parser(argparse.ArgumentParser):
-    """argparse, keeping the script contract for usage errors too: exit 2, one line on stderr, the JSON error on stdout."""
+    """argparse, keeping the script contract for usage errors too: exit 2, one line on stderr, the JSON error on stdout.
+
+    No abbreviations, for every parser and subcommand's parser (they are made of this class): argparse takes the prefix
+    of one option for it, a silent guess (memory.py add --tag a --tag b was --tags b)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **{**kwargs, "allow_abbrev": False})
 
     def parse_args(self, args=None, namespace=None):
         self._argv = sys.argv[1:] if args is None else list(args)
