@@ -14,7 +14,7 @@ from rag_search.config import DEFAULT_WAIT_SECONDS  # noqa: E402
 from rag_search.errors import EXIT_CONFIG  # noqa: E402
 
 EXIT_CODES = (0, 1, 2, 3, 4, 5, 6, 7)
-MEANINGS = {2: "bad command line: also a blank lesson or type, an unknown id, an --id taken by another entry",
+MEANINGS = {2: "bad command line: also a blank lesson or type, an empty --type or --tag, an unknown id, an --id taken by another entry",
             3: "query: the personal index has not been built yet",
             6: "the memory file is missing or not a memory file, or remove, update or clear without --yes (nothing was changed)"}
 
@@ -45,11 +45,16 @@ config file > <first personal root>/memory/memory.json. It holds a JSON array of
 stdout: JSON ({"memory_file", "entries": [...]} for list and query; {"added", "created", "indexed"} for
 add; {"removed"|"updated"|"deleted", "entries", "files": [{"file", "entries", "action", "backup"}],
 "backup", "indexed"} for remove, update, clear, and "would_remove"|"would_update"|"would_delete" without
---yes); --format text prints a table for people.
+--yes); --format text, before or after the subcommand, prints a table for people.
+
+tags (add, update): --tag TAG, repeatable, and --tags A,B, comma-separated, together; stored
+normalised (lower case, no leading '#'), each once. update's tags replace the entry's; --tags ''
+clears them.
 
 list and query are answered by the resident searcher when one runs (as search.py is), unless
 --memory-file is given; RAG_SEARCH_RESIDENT=0 for a cold call."""
 
+FORMATS, FORMAT_HELP = ["json", "text"], "json for agents (default), text for people"
 WAIT_HELP = ("how long to wait for an index run that holds the personal index before leaving the change unindexed "
              f'("indexed": false; default {DEFAULT_WAIT_SECONDS:g})')
 
@@ -57,7 +62,7 @@ WAIT_HELP = ("how long to wait for an index run that holds the personal index be
 def build_parser() -> argparse.ArgumentParser:
     parser = cli.make_parser("memory.py", __doc__, EPILOG, EXIT_CODES, MEANINGS)
     parser.add_argument("--memory-file", metavar="PATH", help="the memory file (default: see below)")
-    parser.add_argument("--format", choices=["json", "text"], default="json", help="json for agents (default), text for people")
+    parser.add_argument("--format", choices=FORMATS, default="json", help=FORMAT_HELP)
     commands = parser.add_subparsers(dest="command", required=True, metavar="{list,query,add,remove,update,clear}")
     listing = commands.add_parser("list", help="entries, newest first")
     query = commands.add_parser("query", help="search memory records by meaning and keywords")
@@ -65,9 +70,10 @@ def build_parser() -> argparse.ArgumentParser:
     query.add_argument("--top-k", type=int, default=5, metavar="N", help="number of entries (default 5)")
     for sub in (listing, query):
         sub.add_argument("--since", type=cli.date_bound, metavar="DATE", help="created on or after DATE (YYYY-MM-DD, 7d, 2w…)")
-        sub.add_argument("--type", action="append", dest="types", metavar="TYPE", help="only this type (repeatable)")
+        sub.add_argument("--type", action="append", dest="types", type=cli.non_empty, metavar="TYPE", help="only this type (repeatable)")
         sub.add_argument("--loop-id", metavar="ID", help="only entries of this loop")
-        sub.add_argument("--tag", action="append", dest="tags", metavar="TAG", help="only entries with this tag (repeatable: all)")
+        sub.add_argument("--tag", action="append", dest="tags", type=cli.non_empty, metavar="TAG",
+                         help="only entries with this tag (repeatable: all)")
     add = commands.add_parser("add", help="record an entry and index it at once (a retry does not duplicate it)")
     add.add_argument("--id", dest="entry_id", metavar="ID", help="the entry's id (default: derived from what it says)")
     add.add_argument("--type", required=True, dest="kind", metavar="TYPE", help="lesson_learned, failure_pattern, success_pattern…")
@@ -81,7 +87,7 @@ def build_parser() -> argparse.ArgumentParser:
     update.add_argument("entry_id", metavar="ID", help="the entry's id (list shows them)")
     update.add_argument("--type", dest="kind", metavar="TYPE", help="a new type")
     update.add_argument("--lesson", help="a new lesson")
-    _entry_fields(update, " ('' removes it)", " ('' clears them)")
+    _entry_fields(update, update=True)
     clear = commands.add_parser("clear", help="delete entries (needs --yes)")
     clear.add_argument("--loop-id", metavar="ID", help="only entries of this loop")
     clear.add_argument("--before", type=cli.date_bound, metavar="DATE", help="only entries created before DATE")
@@ -89,13 +95,25 @@ def build_parser() -> argparse.ArgumentParser:
         sub.add_argument("--yes", action="store_true", help="really change the files (each is backed up first)")
     for sub in (add, remove, update, clear):
         sub.add_argument("--wait", type=float, default=DEFAULT_WAIT_SECONDS, metavar="SECONDS", help=WAIT_HELP)
+    for sub in (listing, query, add, remove, update, clear):  # after the subcommand too; not given there, the one before counts
+        sub.add_argument("--format", choices=FORMATS, default=argparse.SUPPRESS, help=FORMAT_HELP)
     return parser
 
 
-def _entry_fields(sub: argparse.ArgumentParser, blank_context: str = "", blank_tags: str = "") -> None:
-    sub.add_argument("--context", help=f"where it came from (a file, a task){blank_context}")
-    sub.add_argument("--tags", help=f"comma-separated tags{blank_tags}")
+def _entry_fields(sub: argparse.ArgumentParser, update: bool = False) -> None:
+    new, removes, replace, clears = ("new ", " ('' removes it)", "; they replace the entry's", " ('' clears them)") if update else [""] * 4
+    sub.add_argument("--context", help=f"where it came from (a file, a task){removes}")
+    sub.add_argument("--tag", action="append", type=cli.non_empty, metavar="TAG", help=f"a {new}tag (repeatable{replace})")
+    sub.add_argument("--tags", action="append", metavar="A,B", help=f"comma-separated {new}tags, with those of --tag{clears}")
     sub.add_argument("--confidence", type=cli.number_in(0.0, 1.0, float), metavar="0-1", help="how sure, 0 to 1")
+
+
+def _given_tags(args: argparse.Namespace) -> list[str] | None:
+    """The tags of --tag and --tags together (memory.normalized_tags drops blanks and repeats); None when neither is
+    given (update keeps the entry's)."""
+    if args.tag is None and args.tags is None:
+        return None
+    return [*(args.tag or ()), *(tag for tags in args.tags or () for tag in tags.split(","))]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -120,9 +138,8 @@ def do_query(args, settings) -> int:
 def do_add(args, settings) -> int:
     from rag_search import memory
 
-    tags = args.tags.split(",") if args.tags is not None else None
-    answer = memory.record(settings, args.kind, args.lesson, args.context, tags, args.confidence, args.loop_id, args.iteration,
-                           args.entry_id)
+    answer = memory.record(settings, args.kind, args.lesson, args.context, _given_tags(args), args.confidence, args.loop_id,
+                           args.iteration, args.entry_id)
     if "reindex" in answer:
         print(f"note: the entry is in {settings.memory_file}, but not indexed yet: {answer['reindex']}", file=sys.stderr)
     print_memory(args, answer)
@@ -138,8 +155,8 @@ def do_remove(args, settings) -> int:
 def do_update(args, settings) -> int:
     from rag_search import memory_edits
 
-    tags = args.tags.split(",") if args.tags is not None else None
-    return _edited(args, memory_edits.update(settings, args.entry_id, args.kind, args.lesson, args.context, tags, args.confidence,
+    return _edited(args, memory_edits.update(settings, args.entry_id, args.kind, args.lesson, args.context, _given_tags(args),
+                                             args.confidence,
                                              apply=args.yes), "updated")
 
 

@@ -109,6 +109,47 @@ def test_add_refuses_a_blank_lesson_or_type_and_writes_nothing(state_dir, env, f
     assert (state_dir / "memory" / "memory.json").read_text() == before
 
 
+def test_add_and_update_take_tag_repeatable_and_tags_comma_separated_together(state_dir, env):
+    """--tag as list, query and search.py take it (repeatable), and --tags a,b as before; both at once: all of them."""
+    added = memory(env, "add", "--type", "lesson_learned", "--lesson", "celery needs a redis broker",
+                   "--tag", "celery", "--tag", "#Redis", "--tags", "redis,docker")
+    assert added.code == 0, added
+    assert added.json["added"]["tags"] == ["celery", "redis", "docker"], "normalised, each once"
+    entry_id = added.json["added"]["id"]
+    retagged = memory(env, "update", entry_id, "--tag", "broker", "--tag", "queue", "--yes")
+    assert retagged.code == 0 and retagged.json["entries"][0]["after"]["tags"] == ["broker", "queue"], retagged
+    cleared = memory(env, "update", entry_id, "--tags", "", "--yes")
+    assert cleared.code == 0 and cleared.json["entries"][0]["after"]["tags"] == [], cleared
+    assert next(entry for entry in stored_entries(state_dir) if entry["id"] == entry_id)["tags"] == []
+
+
+@pytest.mark.parametrize("arguments, message", [
+    (("list", "--type", ""), "--type: empty value"),
+    (("list", "--tag", " "), "--tag: empty value"),
+    (("query", "caching", "--type", " "), "--type: empty value"),
+    (("query", "caching", "--tag", ""), "--tag: empty value"),
+    (("add", "--type", "lesson_learned", "--lesson", "pin the runner image", "--tag", ""), "--tag: empty value"),
+])
+def test_an_empty_filter_or_tag_is_a_usage_error_as_in_search_py(state_dir, env, arguments, message):
+    """An empty --type or --tag would match nothing, an answer that looks like "no such entry"."""
+    before = (state_dir / "memory" / "memory.json").read_text()
+    result = memory(env, *arguments)
+    assert result.code == 2 and message in result.json["error"]["message"], result
+    assert (state_dir / "memory" / "memory.json").read_text() == before
+
+
+def test_format_goes_before_or_after_the_subcommand(env):
+    assert run_script("index_personal.py", "--quiet", env=env).code == 0
+    for command in (["list"], ["query", "auth mocks", "--top-k", "1"]):
+        before = memory(env, "--format", "text", *command)
+        after = memory(env, *command, "--format", "text")
+        assert before.code == after.code == 0 and before.stdout == after.stdout and "mem_a1b2" in after.stdout, (before, after)
+        assert not after.stdout.startswith("{")
+        assert memory(env, "--format", "text", *command, "--format", "json").json["entries"], "the later one counts"
+    refused = memory(env, "list", "--format", "text", "--bogus")
+    assert refused.code == 2 and refused.stdout == "" and "--bogus" in refused.stderr, "text asked for: no JSON, after it too"
+
+
 def test_the_same_add_twice_records_one_entry_with_an_id_derived_from_what_it_says(state_dir, env):
     call = ("add", "--type", "failure_pattern", "--lesson", "pin the runner image", "--loop-id", "l-7", "--iteration", "3")
     first, again = memory(env, *call), memory(env, *call)

@@ -264,9 +264,10 @@ def record(settings: Settings, kind: str, lesson: str, context: str | None = Non
 
 
 def normalized_tags(tags: list[str] | None) -> list[str]:
+    """The tags as stored: normalised as --tag matches them, without blanks, each once (in the order given)."""
     from .parsing import normalize_tag
 
-    return [tag for tag in map(normalize_tag, tags or ()) if tag]
+    return list(dict.fromkeys(tag for tag in map(normalize_tag, tags or ()) if tag))
 
 
 def index_now(settings: Settings, paths: list[Path] | None = None) -> tuple[bool, str | None]:
