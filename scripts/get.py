@@ -32,7 +32,7 @@ Why a script of its own rather than search.py --get: it takes no query, needs no
 model (it starts in a fraction of search's time) and has flags of its own.
 
 resident searcher: like search.py, answered by the warm searcher when one runs for
-these settings (the same JSON; RAG_SEARCH_RESIDENT=0 for a cold call)."""
+these settings (the same JSON); --no-resident or RAG_SEARCH_RESIDENT=0 for a cold call."""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -45,6 +45,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--max-chars", type=cli.number_in(1, 100_000_000), metavar="N",
                         help="of a document: at most N characters (cut at a paragraph), with the page's outline")
     parser.add_argument("--format", choices=["json", "text"], default="json", help="json for agents (default), text for people")
+    parser.add_argument("--no-resident", action="store_true",
+                        help="answer in this process, without the resident searcher (see 'resident searcher' below)")
     return parser
 
 
@@ -57,7 +59,7 @@ def get(args: argparse.Namespace) -> int:
     """Answered by the resident searcher when one runs for these settings, as search.py is."""
     from rag_search import resident
 
-    return resident.answer("get", args, cli.settings(args))
+    return resident.answer("get", args, cli.settings(args), off=args.no_resident)
 
 
 if __name__ == "__main__":

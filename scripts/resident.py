@@ -22,7 +22,7 @@ EPILOG = """output (JSON on stdout):
   status: {"resident": {"pid", "since", "rss_bytes", "answers"} or null}
   stop:   {"stopped": the same, or null when none ran}; it returns once the searcher has exited
           (it finishes the answer it is giving first; 10 s at most)
-Turn it off: RAG_SEARCH_RESIDENT=0, search.py --no-resident, or "resident_idle_minutes": 0
+Turn it off: RAG_SEARCH_RESIDENT=0, search.py or get.py --no-resident, or "resident_idle_minutes": 0
 in the config file. Its log is <data dir>/resident/log."""
 
 
