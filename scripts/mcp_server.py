@@ -18,7 +18,8 @@ EPILOG = """Speaks MCP over stdin/stdout; stderr is its log. Set it up for Claud
 
 tools (each returns the same JSON as the script named):
   search        query, index, top_k, mode, source, since, until, type, tag, min_score, per_file,
-                max_tokens, metadata_only, recency_half_life, rerank, explain, verbose (search.py)
+                max_tokens, metadata_only, recency_half_life, rerank, explain, verbose, no_refresh
+                (search.py)
   get_document  reference (a result's file, path, url or id), context, section, max_chars (get.py)
   status        what is indexed and how fresh (status.py)
   memory_list   since, type, tag, loop_id (memory.py list)
@@ -29,8 +30,10 @@ tools (each returns the same JSON as the script named):
   memory_update id, lesson, type, context, tags, confidence, confirm (memory.py update)
 memory_remove and memory_update change nothing unless confirm is true (a tool cannot prompt:
 confirm: true is memory.py's --yes); without it they answer with what they would change.
-Errors come back as tool errors whose text is {"error": {"code", "type", "message", "hint"}},
-arguments outside a tool's schema too (code 2). A list argument (source, type, tag) takes one string.
+Errors come back as tool errors whose text is {"error": {"code", "type", "message", "hint"}};
+so do calls outside a tool's schema and of a tool that does not exist (code 2, "UsageError"): an
+argument the tool does not take (no guess at what was meant), an empty source, type or tag (as
+search.py and memory.py refuse them). A list argument (source, type, tag) takes one string.
 
 The model and the open index stay loaded between calls; before each call, a
 collection that an index run published since is reopened (and the old generation

@@ -3,6 +3,7 @@
 import asyncio
 import json
 import os
+import re
 import sys
 
 import pytest
@@ -189,7 +190,7 @@ def test_memory_tools_refuse_blank_input_add_once_and_remove_or_update_only_when
     assert "ralph-7" not in [entry["id"] for entry in seen["listed"][1]["entries"]]
 
 
-def test_search_brings_in_a_note_written_since_the_index_like_search_py(state_dir, tmp_path, isolated_home):
+def test_search_brings_in_a_note_written_since_the_index_like_search_py_unless_no_refresh(state_dir, tmp_path, isolated_home):
     data = tmp_path / "data"
     assert run_script("index_personal.py", "--data-dir", data, state_dir).code == 0
 
@@ -198,9 +199,12 @@ def test_search_brings_in_a_note_written_since_the_index_like_search_py(state_di
         assert not failed and before["results"] == [], before
         (state_dir / "notes" / "zebra-migration.md").write_text("# Zebra migration\n\nThe zebracorn cluster moved to rack 7.\n")
         await asyncio.sleep(1.5)  # past the pause between two looks at the personal roots
-        return await call(client, "search", query="zebracorn", top_k=1, mode="lexical")
+        as_indexed = await call(client, "search", query="zebracorn", top_k=1, mode="lexical", no_refresh=True)
+        return as_indexed, await call(client, "search", query="zebracorn", top_k=1, mode="lexical")
 
-    failed, after = session(data, isolated_home, steps)
+    as_indexed, (failed, after) = session(data, isolated_home, steps)
+    failed, answer = as_indexed
+    assert not failed and answer["results"] == [] and "stale" not in answer, "no_refresh: the index as it is (search.py --no-refresh)"
     assert not failed, after
     assert after["results"][0]["file"] == "notes/zebra-migration.md" and "stale" not in after
 
@@ -219,3 +223,44 @@ def test_a_list_argument_takes_one_string_and_a_bad_argument_is_our_json_usage_e
         assert failed and answer["error"]["code"] == 2 and answer["error"]["type"] == "UsageError", answer
     assert "top_k" in too_many[1]["error"]["message"] and "mode" in unknown_mode[1]["error"]["message"]
     assert "fuzzy" not in unknown_mode[1]["error"]["message"], "the caller's values stay out of messages and logs"
+
+
+def test_unknown_arguments_and_tools_and_empty_filters_are_our_json_usage_error(example_index, isolated_home):
+    """No silent guess: an argument a tool does not take (topk for top_k) is not ignored, an unknown tool answers as the
+    tools do, and an empty filter (it would match nothing) is refused where search.py and memory.py refuse it."""
+    async def steps(client):
+        schemas = {tool.name: tool.input_schema for tool in (await client.list_tools()).tools}
+        seen = {"topk": await call(client, "search", query=QUESTION, topk="zebra-value"),
+                "serch": await call(client, "serch", query=QUESTION),
+                "memory_list loop": await call(client, "memory_list", loopid="l-1")}
+        for tool, arguments in EMPTY_FILTERS:
+            seen[f"{tool} {arguments}"] = await call(client, tool, **REQUIRED.get(tool, {}), **arguments)
+        return schemas, seen
+
+    schemas, seen = session(example_index, isolated_home, steps)
+    assert all(schema["additionalProperties"] is False for schema in schemas.values()), schemas
+    for name, (failed, payload) in seen.items():
+        assert failed and payload["error"]["code"] == 2 and payload["error"]["type"] == "UsageError", (name, payload)
+        assert payload["error"]["hint"], (name, payload)
+    (_, topk), (_, serch), (_, loop) = seen["topk"], seen["serch"], seen["memory_list loop"]
+    assert "topk" in topk["error"]["message"] and "zebra-value" not in json.dumps(topk), topk
+    assert "top_k" in topk["error"]["hint"], "what the tool takes"
+    assert "loopid" in loop["error"]["message"] and "loop_id" in loop["error"]["hint"], loop
+    assert {"search", "get_document", "memory_add"} <= set(re.findall(r"\w+", serch["error"]["message"])), serch
+    for tool, arguments in EMPTY_FILTERS:
+        (field,) = arguments
+        assert field in seen[f"{tool} {arguments}"][1]["error"]["message"], (tool, arguments)
+
+
+REQUIRED = {"search": {"query": QUESTION}, "memory_query": {"text": "caching"}}
+EMPTY_FILTERS = [
+    ("search", {"type": ""}),
+    ("search", {"type": [""]}),
+    ("search", {"tag": ["ci", " "]}),
+    ("search", {"source": ""}),
+    ("search", {"source": [" "]}),
+    ("memory_list", {"type": " "}),
+    ("memory_list", {"tag": [""]}),
+    ("memory_query", {"type": [""]}),
+    ("memory_query", {"tag": ""}),
+]

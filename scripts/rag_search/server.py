@@ -6,12 +6,15 @@ thread that opened them and calls never overlap, while the event loop stays
 free for the protocol (pings, cancellations). The warm state is warm.WarmIndex,
 the same core the resident searcher answers search.py with; before each call it
 follows index runs. Our errors come back as tool errors whose text is the same
-JSON error document the scripts print.
+JSON error document the scripts print; so do calls outside a tool's schema (an
+argument it does not take, too: the schemas say additionalProperties: false) and
+calls of a tool that does not exist.
 
 Adding a tool: an `async def` with typed, documented parameters that returns
-`await self._run(work)`, registered in `_register`.
+`await self._run(work)`, listed in `_tools`.
 """
 
+import argparse
 import asyncio
 import json
 import logging
@@ -20,19 +23,37 @@ from typing import Annotated, Literal
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
+from mcp.server.mcpserver.tools import Tool
 from mcp.types import CallToolResult, TextContent
-from pydantic import Field, ValidationError
+from pydantic import AfterValidator, BeforeValidator, ConfigDict, Field, ValidationError
+from pydantic_core import PydanticCustomError
 
 from . import __version__, dates, documents, memory, memory_edits, output, status
-from .cli import error_payload
+from .cli import error_payload, non_empty
 from .config import Settings
-from .errors import EXIT_FAILURE, RagSearchError, UsageError
+from .errors import EXIT_FAILURE, EXIT_USAGE, RagSearchError, UsageError
 from .retrieval import SearchOptions
 from .warm import WarmIndex
 
 log = logging.getLogger("rag_search")
 
-Names = str | list[str] | None  # a list argument; one string is taken as the list of it (_listed)
+
+def _filter_value(value: str) -> str:
+    """cli.non_empty's check of a filter's value (an empty one would match nothing), failing as a schema violation does."""
+    try:
+        return non_empty(value)
+    except argparse.ArgumentTypeError as exc:
+        raise PydanticCustomError("empty_value", str(exc)) from None
+
+
+def _listed(value):
+    """A list argument given as one string (a client's shortcut) as the list of it."""
+    return [value] if isinstance(value, str) else value
+
+
+# A filter's values (source, type, tag): a list, or one string taken as the list of it; none of them blank.
+Names = Annotated[list[Annotated[str, AfterValidator(_filter_value)]] | None,
+                  BeforeValidator(_listed, json_schema_input_type=str | list[str] | None)]
 
 FRESHNESS_PAUSE = 1.0  # seconds between two looks at the personal roots: a burst of calls pays for one walk
 
@@ -48,13 +69,12 @@ class RagSearchServer:
         self.settings = settings
         self.worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="rag-search")
         self.warm = WarmIndex(settings, FRESHNESS_PAUSE)
-        self.mcp = _OurErrors("rag-search", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING")
-        self._register()
+        tools = [_closed(Tool.from_function(tool, structured_output=False)) for tool in self._tools()]
+        self.mcp = _OurErrors("rag-search", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING", tools=tools)
 
-    def _register(self) -> None:
-        for tool in (self.search, self.get_document, self.status, self.memory_list, self.memory_query, self.memory_add,
-                     self.memory_remove, self.memory_update):
-            self.mcp.add_tool(tool, structured_output=False)
+    def _tools(self) -> list:
+        return [self.search, self.get_document, self.status, self.memory_list, self.memory_query, self.memory_add,
+                self.memory_remove, self.memory_update]
 
     def warm_up(self) -> None:
         """Load the model, open the index and run the model once, on the worker, while the client connects: the
@@ -91,19 +111,21 @@ class RagSearchServer:
         rerank: Annotated[bool, Field(description="reorder the top with the configured cross-encoder, if any")] = False,
         explain: Annotated[bool, Field(description="add each result's ranks and scores per stage")] = False,
         verbose: Annotated[bool, Field(description="every stored metadata field, not only what to cite")] = False,
+        no_refresh: Annotated[bool, Field(description="do not bring in personal files changed since the index (search.py "
+                                                      "--no-refresh): the index as it is")] = False,
     ) -> str | CallToolResult:
         """Search the personal index and the documentation index; the same options and JSON as search.py.
 
         Results: rank, score (cosine 0-1), source, file, id, chunk, metadata (heading, date, url or path, version)."""
 
         def work():
-            options = SearchOptions(top_k=top_k, mode=mode, sources=_listed(source), since=_date(since, "since"),
-                                    until=_date(until, "until"), types=_listed(type), tags=_listed(tag),
+            options = SearchOptions(top_k=top_k, mode=mode, sources=source, since=_date(since, "since"),
+                                    until=_date(until, "until"), types=type, tags=tag,
                                     min_score=min_score, per_file=per_file,
                                     recency_half_life_days=recency_half_life or self.settings.recency_half_life_days)
             if rerank and (why_not := self.warm.reranker()[1]):
                 log.warning("note: rerank ignored: %s; keeping the fused order", why_not)
-            result, stale = self.warm.search(query, options, index, rerank)
+            result, stale = self.warm.search(query, options, index, rerank, refresh=not no_refresh)
             if stale:
                 log.warning("%s", self.warm.stale_note)
             payload = output.result_payload(result, metadata_only=metadata_only, explain=explain, verbose=verbose)
@@ -149,7 +171,7 @@ class RagSearchServer:
         """The agent's memory entries (lessons, failure and success patterns), newest first (as memory.py list)."""
 
         def work():
-            entries, _ = memory.listing(self.settings, memory.entry_filters(_date(since, "since"), _listed(type), _listed(tag)), loop_id)
+            entries, _ = memory.listing(self.settings, memory.entry_filters(_date(since, "since"), type, tag), loop_id)
             return {"memory_file": str(self.settings.memory_file), "count": len(entries),
                     "entries": [{**entry.fields, "file": entry.file} for entry in entries]}
 
@@ -167,7 +189,7 @@ class RagSearchServer:
         """Recall memory entries by meaning and keywords, best first (as memory.py query)."""
 
         def work():
-            filters = memory.entry_filters(_date(since, "since"), _listed(type), _listed(tag))
+            filters = memory.entry_filters(_date(since, "since"), type, tag)
             options = memory.query_options(self.settings, filters, top_k, loop_id)
             hits = self.warm.searcher().search(text, options, "personal").hits
             return {"query": text, "memory_file": str(self.settings.memory_file), "entries": memory.query_entries(hits, top_k, loop_id)}
@@ -244,23 +266,45 @@ class RagSearchServer:
 
 
 class _OurErrors(MCPServer):
-    """The SDK's server, except that arguments outside a tool's schema come back as our JSON error (a usage error,
-    exit code 2 for the scripts), naming the fields and what they must be, never the values given."""
+    """The SDK's server, except that a call outside the tools' schemas comes back as our JSON error (a usage error,
+    exit code 2 for the scripts), naming the tool's fields that are wrong and what they must be, never the values given;
+    and so does a call of a tool that does not exist."""
 
     async def call_tool(self, name, arguments, context=None):
+        tools = {tool.name: tool for tool in await self.list_tools()}
+        if name not in tools:
+            return _usage_error(f"no such tool; the tools: {', '.join(tools)}", "tools/list describes each one")
         try:
             return await super().call_tool(name, arguments, context)
         except ToolError as exc:
             if isinstance(exc, UnexpectedToolError) or not isinstance(exc.__cause__, ValidationError):
                 raise
-            problems = "; ".join(f"{'.'.join(str(part) for part in error['loc'])}: {error['msg']}" for error in exc.__cause__.errors())
-            usage = UsageError(f"{name}: {problems}", hint="the tool's input schema (tools/list) gives each argument's form")
-            return _tool_error(error_payload(usage.exit_code, "UsageError", usage.message, usage.hint))
+            return _schema_error(name, list(tools[name].input_schema["properties"]), exc.__cause__.errors())
 
 
-def _listed(value: str | list[str] | None) -> list[str] | None:
-    """A list argument given as one string (a client's shortcut) as the list of it."""
-    return [value] if isinstance(value, str) else value
+def _schema_error(name: str, arguments: list[str], errors: list[dict]) -> CallToolResult:
+    """The usage error of a call outside `name`'s schema: each field that is wrong and why (pydantic's words but for an
+    argument the tool does not take, when the hint lists those it does)."""
+    problems = "; ".join(f"{'.'.join(str(part) for part in error['loc'])}: "
+                         f"{'unknown argument' if error['type'] == 'extra_forbidden' else error['msg']}" for error in errors)
+    hint = "the tool's input schema (tools/list) gives each argument's form"
+    if any(error["type"] == "extra_forbidden" for error in errors):
+        hint = f"{name} takes {', '.join(arguments) or 'no arguments'}; {hint}"
+    return _usage_error(f"{name}: {problems}", hint)
+
+
+def _closed(tool: Tool) -> Tool:
+    """`tool`, refusing the arguments it does not take, which the SDK ignores (topk: 3 searched with top_k 5), and
+    saying so in tools/list (additionalProperties: false)."""
+    model = tool.fn_metadata.arg_model
+    closed = type(model.__name__, (model,), {"__module__": model.__module__, "model_config": ConfigDict(extra="forbid")})
+    tool.fn_metadata.arg_model = closed
+    tool.parameters = closed.model_json_schema(by_alias=True)
+    return tool
+
+
+def _usage_error(message: str, hint: str) -> CallToolResult:
+    return _tool_error(error_payload(EXIT_USAGE, "UsageError", message, hint))
 
 
 def _preview(answer: dict, confirmed: bool) -> dict:
