@@ -4,6 +4,7 @@ import asyncio
 import json
 import os
 import re
+import shutil
 import sys
 
 import pytest
@@ -87,6 +88,40 @@ def test_a_session_lists_tools_searches_reads_and_follows_an_index_run(example_d
     assert report["collections"]["personal"]["built"] and report["collections"]["personal"]["chunks"] > 10
     assert after["results"][0]["file"] == "notes/zebra-migration.md", after
     assert first_generation[0] not in generations_of(example_data)
+
+
+def test_a_data_dir_deleted_and_built_again_is_answered_from_the_new_index(example_data, state_dir, isolated_home):
+    """The new index's generation has the same name (g000001) as the deleted one's: the session follows the index
+    itself, not its name. While nothing is built, it answers as a cold call would."""
+    (state_dir / "notes" / "argocd-setup.md").unlink()
+    (state_dir / "notes" / "zebra-migration.md").write_text("# Zebra migration\n\nThe zebracorn cluster moved to rack 7.\n")
+
+    async def steps(client):
+        seen = {"before": await call(client, "search", query=QUESTION, top_k=3)}
+        await asyncio.to_thread(shutil.rmtree, example_data)
+        seen["deleted"] = await call(client, "search", query=QUESTION, top_k=3)
+        indexed = await asyncio.to_thread(run_script, "index_personal.py", "--data-dir", example_data, state_dir)
+        assert indexed.code == 0 and indexed.json["published"], indexed
+        assert generations_of(example_data) == ["g000001"]
+        seen["search"] = await call(client, "search", query=QUESTION, top_k=3)
+        seen["new note"] = await call(client, "search", query="zebracorn", top_k=1, mode="lexical")
+        seen["get"] = await call(client, "get_document", reference="notes/argocd-setup.md")
+        seen["status"] = await call(client, "status")
+        return seen
+
+    seen = session(example_data, isolated_home, steps)
+    assert seen["before"][1]["results"][0]["file"] == "notes/argocd-setup.md"
+    failed, deleted = seen["deleted"]
+    assert failed and deleted["error"]["code"] == 3, deleted
+    for name in ("search", "new note", "status"):
+        assert not seen[name][0], (name, seen[name])
+    assert "notes/argocd-setup.md" not in [result["file"] for result in seen["search"][1]["results"]], seen["search"]
+    assert seen["new note"][1]["results"][0]["file"] == "notes/zebra-migration.md", seen["new note"]
+    failed, got = seen["get"]
+    assert failed and got["error"]["code"] == 2 and "neither an indexed file" in got["error"]["message"], got
+    cold = run_script("status.py", "--data-dir", example_data)
+    assert cold.code == 0, cold
+    assert seen["status"][1]["collections"]["personal"]["chunks"] == cold.json["collections"]["personal"]["chunks"]
 
 
 @pytest.mark.parametrize(

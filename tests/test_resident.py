@@ -429,3 +429,57 @@ def test_a_data_dir_removed_during_warm_up_is_not_made_again(tmp_path):
     with pytest.raises(FileNotFoundError), _listening(gone):
         pass
     assert not (tmp_path / "data").exists()
+
+
+def answers_like_cold(warm: Resident, *args: str):
+    """search.py's (or another script's: args[0] ends in .py) warm answer, checked equal to the cold one; the answer."""
+    script, args = (args[0], args[1:]) if args[0].endswith(".py") else ("search.py", args)
+    before = warm.about()
+    answer = run_script(script, *args, env=warm.env)
+    same(answer, run_script(script, *args, env={**warm.env, "RAG_SEARCH_RESIDENT": "0"}))
+    assert answered_warm(warm, before), (args, warm.log())
+    return answer
+
+
+ARGOCD = "why is ArgoCD self-heal disabled?"
+
+
+def test_a_collection_deleted_and_built_again_is_answered_from_the_new_index(warm, state_dir):
+    """The new index's generation has the name of the deleted one's (g000001): the searcher follows the index itself.
+    It is paused meanwhile, as while it answers a long request, so it cannot have let go of the old one between the two.
+    (A data dir deleted whole stops the searcher: test_the_searcher_exits_when_its_data_dir_is_removed.)"""
+    before = warm.started()
+    assert answers_like_cold(warm, ARGOCD).json["results"][0]["file"] == "notes/argocd-setup.md"
+    (state_dir / "notes" / "argocd-setup.md").unlink()
+    (state_dir / "notes" / "zebra-migration.md").write_text("# Zebra migration\n\nThe zebracorn cluster moved to rack 7.\n")
+    os.kill(before["pid"], signal.SIGSTOP)
+    try:
+        shutil.rmtree(warm.data / "personal")
+        indexed = run_script("index_personal.py", "--quiet", "--data-dir", warm.data, state_dir, env=warm.env)
+    finally:
+        os.kill(before["pid"], signal.SIGCONT)
+    assert indexed.code == 0, indexed
+    assert sorted(path.name for path in (warm.data / "personal" / "generations").iterdir()) == ["g000001"]
+    found = answers_like_cold(warm, ARGOCD, "--no-refresh")
+    assert "notes/argocd-setup.md" not in [result["file"] for result in found.json["results"]]
+    assert answers_like_cold(warm, "zebracorn", "--mode", "lexical").json["results"][0]["file"] == "notes/zebra-migration.md"
+    assert answers_like_cold(warm, "get.py", "notes/argocd-setup.md").code == 2
+    assert answers_like_cold(warm, "get.py", "notes/zebra-migration.md").code == 0
+
+
+def test_a_collection_restored_into_place_is_answered_from_the_restored_index(warm, tmp_path):
+    """A copy of a collection (here: another data dir's, built from other notes) renamed over the one being read has
+    a generation of the same name: every warm answer comes from the copy, and none says the index is damaged."""
+    warm.started()
+    other_notes = tmp_path / "other-notes"
+    other_notes.mkdir()
+    (other_notes / "zebra-migration.md").write_text("# Zebra migration\n\nThe zebracorn cluster moved to rack 7.\n")
+    indexed = run_script("index_personal.py", "--quiet", "--data-dir", tmp_path / "other-data", other_notes, env=warm.env)
+    assert indexed.code == 0, indexed
+    shutil.copytree(tmp_path / "other-data" / "personal", tmp_path / "restored", symlinks=True)
+    (warm.data / "personal").rename(tmp_path / "replaced")
+    (tmp_path / "restored").rename(warm.data / "personal")
+    for _ in range(3):
+        found = answers_like_cold(warm, "zebracorn", "--no-refresh")
+        assert [result["file"] for result in found.json["results"]] == ["zebra-migration.md"], found
+    assert answers_like_cold(warm, "get.py", "zebra-migration.md").code == 0
