@@ -180,6 +180,40 @@ def test_a_missing_generation_folder_or_lock_file_is_not_fatal(state_dir, tmp_pa
     assert "notes/new.md" in files_in_store(data)
 
 
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="reading through the held folder needs /proc")
+def test_a_store_reads_the_generation_it_locked_after_another_collection_is_renamed_into_place(example_data, tmp_path):
+    """A copy of a collection renamed over the one a store reads has a g000001 too: the store, whose vectors open on
+    first use, still reads the generation it locked (ChromaDB opened by path would find the other's files), and it
+    says the published index is no longer its own."""
+    from rag_search.config import load_settings
+    from rag_search.records import Filters, Hit
+    from rag_search.store import Store
+
+    other_notes = tmp_path / "other-notes"
+    other_notes.mkdir()
+    (other_notes / "zebra.md").write_text("# Zebra migration\n\nThe zebracorn cluster moved to rack 7.\n")
+    assert index(tmp_path / "other", other_notes).code == 0
+    store = Store.open_for_reading(load_settings(data_dir=str(example_data)), "personal")
+    try:
+        assert not store.is_stale()
+        chunks = {chunk.id: chunk for chunk in store.all_chunks()}
+        shutil.copytree(personal(tmp_path / "other"), tmp_path / "restored")
+        personal(example_data).rename(tmp_path / "replaced")
+        (tmp_path / "restored").rename(personal(example_data))
+        assert generations(example_data) == ["g000001"]
+
+        vector = np.random.default_rng(7).standard_normal(store.built_as()["dimension"]).astype(np.float32)
+        vector /= np.linalg.norm(vector)
+        nearest = store.dense(vector, 5, Filters())
+        scored = store.fill_scores([Hit(chunk_id, "personal", 0.0, chunk.text, chunk.metadata) for chunk_id, chunk in chunks.items()],
+                                   vector)
+        assert len(nearest) == 5 and {hit.id for hit in nearest} <= set(chunks)
+        assert {hit.id for hit in scored} == set(chunks)
+        assert store.is_stale()
+    finally:
+        store.close()
+
+
 def test_a_full_disk_mid_run_fails_clearly_and_the_previous_generation_still_serves(state_dir, small_disk):
     data = small_disk / "data"
     assert index(data, state_dir).code == 0

@@ -90,8 +90,8 @@ class Catalog:
         version = self._db.execute("PRAGMA user_version").fetchone()[0]
         if version != SCHEMA_VERSION and self._has_tables() and not any_schema and (writable or version not in ANSWERS_FROM):
             if not cache:
-                self._db.close()
-                raise FingerprintMismatch(f"the index in {path.parent} was built by another version of rag-search",
+                self._db.close()  # the folder resolved: a reader opens it as /proc/self/fd/N (generations.held_path)
+                raise FingerprintMismatch(f"the index in {path.parent.resolve()} was built by another version of rag-search",
                                           hint="reindex with --full")
             with self._db:
                 for table in TABLES:

@@ -174,6 +174,15 @@ def _read(path: Path) -> str:
         return ""
 
 
+def same_file(path: Path, known: os.stat_result) -> bool:
+    """Whether `path` still names the file (or folder) `known` describes: the same device and inode."""
+    try:
+        now = path.lstat()
+    except OSError:
+        return False
+    return (now.st_dev, now.st_ino) == (known.st_dev, known.st_ino)
+
+
 def make_private_dir(path: Path) -> None:
     """Create `path` (and parents) readable by the owner only; fail clearly if impossible."""
     try:

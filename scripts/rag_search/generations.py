@@ -26,7 +26,11 @@ instead of a copy, and the store brings it up to date with the current
 generation before applying its own changes (store.py, Store._catch_up).
 
 Searches hold a shared flock on the generation folder itself while they read
-it; old generations are deleted once no search holds them. A CURRENT that is
+it, and read its files through that descriptor (held_path); old generations
+are deleted once no search holds them. A reader that stays open (the MCP
+server, the resident searcher) follows the published generation by its
+identity, not its name (still_published): a collection deleted and built
+again, or restored from a copy, is a g000001 again. A CURRENT that is
 missing, garbled or names a missing folder is never fatal: readers use the
 newest complete generation, and the next run rewrites CURRENT to it. Garbage
 collection never deletes the current or the newest complete generation.
@@ -45,7 +49,7 @@ from pathlib import Path
 
 from . import dates
 from .atomic import fsync_tree, write_atomically
-from .datadir import sqlite_uri
+from .datadir import same_file, sqlite_uri
 from .errors import IndexBusy, IndexNotBuilt, StoreError
 
 log = logging.getLogger("rag_search")
@@ -123,11 +127,29 @@ def open_for_reading(root: Path) -> tuple[Path, int, str | None]:
         except FileNotFoundError:
             continue  # deleted since it was chosen: look again
         fcntl.flock(fd, fcntl.LOCK_SH)
-        with contextlib.suppress(FileNotFoundError):
-            if os.stat(folder).st_ino == os.fstat(fd).st_ino:
-                return folder, fd, note
+        if same_file(folder, os.fstat(fd)):
+            return folder, fd, note
         os.close(fd)  # renamed away by garbage collection before the lock was ours
     raise StoreError(f"cannot open the current index in {root}: it keeps changing", hint="try again")
+
+
+def still_published(root: Path, fd: int) -> bool:
+    """Whether the generation that `fd` (from open_for_reading) holds is still the published one of `root`.
+
+    Compared by device and inode, not by name: a collection deleted and built again, or restored from a copy, has a
+    g000001 too. The descriptor keeps its folder's inode from being reused while it is held.
+    """
+    name, _ = published(root)
+    return name is not None and same_file(root / GENERATIONS / name, os.fstat(fd))
+
+
+def held_path(fd: int, folder: Path) -> Path:
+    """A path to what `fd` (from open_for_reading) holds, whatever `folder` names by now: /proc/self/fd/N (Linux), so
+    that every file read later (ChromaDB opens its files as it needs them) comes from the generation that was locked,
+    even once another folder was renamed to its name. Where there is no /proc, `folder` (readers that keep a store
+    open check still_published before each use)."""
+    proc = Path(f"/proc/self/fd/{fd}")
+    return proc if proc.is_dir() else folder
 
 
 class WriteSession:

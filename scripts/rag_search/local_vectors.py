@@ -65,13 +65,14 @@ class LocalVectors:
         fingerprint it has: the store checks that). The vectors open on first use: status and get read the catalog
         alone, and never pay for loading ChromaDB."""
         folder, self._read_lock, note = generations.open_for_reading(self.settings.data_dir / self.name)
-        catalog = Catalog(folder / CATALOG, writable=False)
+        held = generations.held_path(self._read_lock, folder)
+        catalog = Catalog(held / CATALOG, writable=False)
         try:
             catalog.chunk_count()  # a catalog that is not a database fails here, not half way through a search
         except BaseException:
             catalog.close()
             raise
-        self._at = (folder, True)
+        self._at = (held, True)
         return folder, catalog, [note] if note else []
 
     @property
@@ -90,11 +91,12 @@ class LocalVectors:
         return self.index.fingerprint() if self.index is not None else None
 
     def stale(self, folder: Path, catalog: Catalog) -> bool:
-        return generations.published(self.settings.data_dir / self.name)[0] != folder.name
+        return not generations.still_published(self.settings.data_dir / self.name, self._read_lock)
 
     def describe(self, folder: Path) -> dict:
-        return {"generation": folder.name, "published": generations.published_at(folder),
-                "size_bytes": folder_size(folder), "disk_bytes": folder_size(self.settings.data_dir / self.name)}
+        held = generations.held_path(self._read_lock, folder)
+        return {"generation": folder.name, "published": generations.published_at(held),
+                "size_bytes": folder_size(held), "disk_bytes": folder_size(self.settings.data_dir / self.name)}
 
     # --- writing ------------------------------------------------------------
 

@@ -27,6 +27,7 @@ from pathlib import Path
 
 from . import answers, cli, dates, logs
 from .config import Settings
+from .datadir import same_file
 from .errors import STOPPED_EXITS, RagSearchError
 from .resident import MAX_REQUEST, PROTOCOL, folder, identity, peer, receive, send, socket_path
 from .warm import WarmIndex
@@ -174,9 +175,9 @@ class Resident:
             return "asked to stop, or a client of another version or settings came"
         if time.monotonic() - self.last_request > self.settings.resident_idle_minutes * 60:
             return f"idle for {self.settings.resident_idle_minutes:g} minutes"
-        if not _same_file(folder(self.settings) / "lock", os.fstat(self.lock)):
+        if not same_file(folder(self.settings) / "lock", os.fstat(self.lock)):
             return "its data dir was removed or replaced"
-        if not _same_file(socket_path(self.settings), self.socket_file):
+        if not same_file(socket_path(self.settings), self.socket_file):
             return "its socket was removed or replaced"
         try:
             self.warm.let_go_of_replaced()
@@ -227,17 +228,8 @@ def _listening(path: Path):
     finally:
         listener.close()
         with contextlib.suppress(OSError):
-            if _same_file(path, bound):
+            if same_file(path, bound):
                 path.unlink()
-
-
-def _same_file(path: Path, known: os.stat_result) -> bool:
-    """Whether `path` still names the file `known` describes."""
-    try:
-        now = path.lstat()
-    except OSError:
-        return False
-    return (now.st_dev, now.st_ino) == (known.st_dev, known.st_ino)
 
 
 @contextlib.contextmanager

@@ -210,7 +210,8 @@ class Searcher:
     def refresh(self) -> dict[str, Store]:
         """Open what was published since the last call (a collection built meanwhile too); the open stores.
 
-        A reopen that fails leaves the old store serving and raises, so the caller sees the problem.
+        A collection deleted since is closed, and missing as in a cold search. A reopen that fails otherwise leaves
+        the old store serving and raises, so the caller sees the problem.
         """
         self.notes = []
         for name in COLLECTIONS if self.index == "all" else (self.index,):
@@ -221,7 +222,10 @@ class Searcher:
                 fresh = open_store(self.settings, name, self.expected)
             except IndexNotBuilt as exc:
                 self.missing[name] = exc
-                if current is None and self.index == "all":
+                if current is not None:
+                    current.close()
+                    del self.stores[name]
+                if self.index == "all":
                     self.notes += [str(exc)] if first_time(self.settings, str(exc)) else []
                     continue
                 raise

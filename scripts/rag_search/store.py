@@ -120,13 +120,14 @@ class Store:
             return None  # never built (or the data dir is unusable, which the caller's own use reports)
         folder, lock, _ = generations.open_for_reading(root)
         try:
-            catalog = Catalog(folder / CATALOG, writable=False, any_schema=True)
+            held = generations.held_path(lock, folder)
+            catalog = Catalog(held / CATALOG, writable=False, any_schema=True)
             try:
                 documents = catalog.documents(source_id)
                 state = catalog.source_state(source_id) if source_id is not None else None
             finally:
                 catalog.close()
-            published = generations.published_at(folder)
+            published = generations.published_at(held)
         except RagSearchError:
             raise
         except Exception as exc:
@@ -203,7 +204,8 @@ class Store:
             return self._catalog.document_chunks(key)
 
     def is_stale(self) -> bool:
-        """Whether an index run has published since this store was opened for reading (it then reads an old one)."""
+        """Whether the published index is no longer the one this store reads: an index run published since it was
+        opened, or the collection was deleted, built again or restored from a copy."""
         with self._reading():
             return self._vectors.stale(self.folder, self._catalog)
 

@@ -76,12 +76,13 @@ class VectorIndex:
     def _open_ram_copy(cls, folder: Path, name: str) -> "VectorIndex":
         import chromadb
 
+        shown = folder.resolve()  # a reader's folder is /proc/self/fd/N/chroma (generations.held_path): say which it is
         if not RAM_DIR.is_dir():
-            raise StoreError(f"the disk holding {folder} is full, and there is no {RAM_DIR} to read a copy from", hint="free disk space")
+            raise StoreError(f"the disk holding {shown} is full, and there is no {RAM_DIR} to read a copy from", hint="free disk space")
         copy = Path(tempfile.mkdtemp(prefix="rag-search-", dir=RAM_DIR))
         try:
             shutil.copytree(folder, copy / "chroma")
-            log.warning("the disk holding %s is full: searching a copy of the index in memory", folder)
+            log.warning("the disk holding %s is full: searching a copy of the index in memory", shown)
             return cls(chromadb.PersistentClient(path=str(copy / "chroma"), settings=_settings()), name, ram_copy=copy)
         except BaseException:
             shutil.rmtree(copy, ignore_errors=True)
