@@ -100,6 +100,7 @@ def test_a_data_dir_deleted_and_built_again_is_answered_from_the_new_index(examp
         seen = {"before": await call(client, "search", query=QUESTION, top_k=3)}
         await asyncio.to_thread(shutil.rmtree, example_data)
         seen["deleted"] = await call(client, "search", query=QUESTION, top_k=3)
+        seen["deleted status"] = await call(client, "status")
         indexed = await asyncio.to_thread(run_script, "index_personal.py", "--data-dir", example_data, state_dir)
         assert indexed.code == 0 and indexed.json["published"], indexed
         assert generations_of(example_data) == ["g000001"]
@@ -113,6 +114,8 @@ def test_a_data_dir_deleted_and_built_again_is_answered_from_the_new_index(examp
     assert seen["before"][1]["results"][0]["file"] == "notes/argocd-setup.md"
     failed, deleted = seen["deleted"]
     assert failed and deleted["error"]["code"] == 3, deleted
+    failed, deleted_status = seen["deleted status"]  # as status.py: what there is, exit 0
+    assert not failed and deleted_status["collections"]["personal"] == {"built": False, "hint": "run scripts/index_personal.py"}
     for name in ("search", "new note", "status"):
         assert not seen[name][0], (name, seen[name])
     assert "notes/argocd-setup.md" not in [result["file"] for result in seen["search"][1]["results"]], seen["search"]

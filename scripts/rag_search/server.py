@@ -31,7 +31,7 @@ from pydantic_core import PydanticCustomError
 from . import __version__, dates, documents, memory, memory_edits, output, status
 from .cli import error_payload, non_empty
 from .config import Settings
-from .errors import EXIT_FAILURE, EXIT_USAGE, RagSearchError, UsageError
+from .errors import EXIT_FAILURE, EXIT_USAGE, IndexNotBuilt, RagSearchError, UsageError
 from .retrieval import SearchOptions
 from .warm import WarmIndex
 
@@ -156,7 +156,10 @@ class RagSearchServer:
         """What is indexed and how fresh: per collection, personal root and doc source; the daily timer (as status.py)."""
 
         def work():
-            stores = self.warm.searcher().refresh()
+            try:
+                stores = self.warm.searcher().refresh()
+            except IndexNotBuilt:
+                stores = {}  # nothing built (or all deleted): status.py says so, and exits 0
             return status.collect(self.settings, stores)
 
         return await self._run(work)
