@@ -80,14 +80,22 @@ class Resident:
                 os.kill(pid, signal.SIGKILL)
 
 
-@pytest.fixture
-def warm(example_data):
+@contextlib.contextmanager
+def resident_for(data: Path):
     runtime = Path(tempfile.mkdtemp(prefix="rs", dir="/tmp"))  # short: a socket path has at most 107 bytes
     os.chmod(runtime, 0o700)
-    resident = Resident(example_data, runtime)
-    yield resident
-    resident.stop()
-    shutil.rmtree(runtime, ignore_errors=True)
+    resident = Resident(data, runtime)
+    try:
+        yield resident
+    finally:
+        resident.stop()
+        shutil.rmtree(runtime, ignore_errors=True)
+
+
+@pytest.fixture
+def warm(example_data):
+    with resident_for(example_data) as resident:
+        yield resident
 
 
 def alive(pid: int) -> bool:
@@ -483,3 +491,53 @@ def test_a_collection_restored_into_place_is_answered_from_the_restored_index(wa
         found = answers_like_cold(warm, "zebracorn", "--no-refresh")
         assert [result["file"] for result in found.json["results"]] == ["zebra-migration.md"], found
     assert answers_like_cold(warm, "get.py", "zebra-migration.md").code == 0
+
+
+def write_notes(folder: Path, name: str, count: int) -> None:
+    for number in range(count):
+        text = f"The zeppelin hangar {name} lease {number} ends in March. " * 40
+        (folder / f"{name}-{number}.md").write_text(f"# Zeppelin {name} {number}\n\n{text}\n")
+
+
+def holds_flock(pid: int, path: Path) -> bool:
+    """Whether process `pid` holds a flock() on `path`, read from /proc/locks (taking the lock to see would make the
+    holder's own attempt fail)."""
+    inode = f":{path.stat().st_ino}"
+    for line in Path("/proc/locks").read_text().splitlines():
+        fields = line.split()  # "1: FLOCK  ADVISORY  WRITE 12345 00:2f:1234 0 EOF" (a waiter's line has "->" second)
+        if fields[1] == "FLOCK" and fields[4] == str(pid) and fields[5].endswith(inode):
+            return True
+    return False
+
+
+def test_a_slow_answer_is_waited_for_and_a_searcher_stopped_while_answering_is_killed(warm, tmp_path):
+    notes = tmp_path / "mine"
+    notes.mkdir()
+    warm.env["RAG_SEARCH_PERSONAL_DIRS"] = str(notes)
+    write_notes(notes, "first", 1)
+    assert run_script("index_personal.py", "--quiet", env=warm.env).code == 0
+    before = warm.started()
+    write_notes(notes, "slow", 20)  # brought in before the answer: seconds of work, keep-alive bytes all along
+    slow = warm.search("zeppelin hangar slow lease")
+    assert slow.code == 0 and "stale" not in slow.json and slow.json["results"][0]["file"].startswith("slow-"), slow
+    assert answered_warm(warm, before), warm.log()
+
+    write_notes(notes, "stopped", 10)
+    client = subprocess.Popen([sys.executable, str(SCRIPTS / "search.py"), "zeppelin hangar stopped lease"], cwd=tmp_path,
+                              env={**os.environ, **warm.env}, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        write_lock = warm.data / "personal" / "write.lock"
+        while not holds_flock(before["pid"], write_lock):  # it took the request and is bringing the notes in
+            assert client.poll() is None, "answered before it could be stopped"
+            time.sleep(0.005)
+        os.kill(before["pid"], signal.SIGSTOP)
+        stopped_at = time.monotonic()
+        stdout, stderr = client.communicate(timeout=300)
+    finally:
+        with contextlib.suppress(OSError):
+            client.kill()
+    assert time.monotonic() - stopped_at < 60, "the client waited for a stopped searcher as if it were answering"
+    assert client.returncode == 0, stderr
+    assert json.loads(stdout)["results"][0]["file"].startswith("stopped-"), stdout  # answered cold, the notes brought in
+    warm.wait_for(lambda: not alive(before["pid"]))
+    assert f"resident searcher {before['pid']} killed by client" in warm.log()

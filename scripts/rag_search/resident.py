@@ -9,8 +9,9 @@ print the answer, which the searcher made with the same code as the cold path
 
 Never worse than cold: no searcher, one of another code version or settings
 (it exits when asked), one that does not take the request within ACK_SECONDS
-(hung, stopped: it is killed), one that dies mid-answer, or a socket left by a
-killed one all end in the cold answer, and what was broken is replaced.
+or falls silent for SILENCE_SECONDS while it answers (hung, stopped: it is
+killed), one that dies mid-answer, a socket left by a killed one, or an answer
+we cannot use all end in the cold answer, and what was broken is replaced.
 
 Safe: the socket is in $XDG_RUNTIME_DIR/rag-search or <data dir>/resident (both
 0700), mode 0600; each side checks the other's uid (SO_PEERCRED). The searcher
@@ -36,7 +37,12 @@ from .errors import EXIT_FAILURE, STOPPED_EXITS
 PROTOCOL = 1
 FOLDER = "resident"  # in the data dir: the lock, the log, and the socket when there is no $XDG_RUNTIME_DIR
 ACK_SECONDS = 2.0  # a searcher that has not taken the request by then is hung (or stopped): answer cold
-ANSWER_SECONDS = 120.0  # after taking it: a search that brings files in may take seconds, a first --rerank longer
+# After taking it, the searcher sends KEEP_ALIVE every HEARTBEAT_SECONDS until the answer, from a thread of its own: a
+# search that brings files in may take seconds, a first --rerank longer, and a searcher stopped meanwhile falls silent.
+HEARTBEAT_SECONDS = 0.5
+SILENCE_SECONDS = 5.0  # silent this long, it is stopped (or hung): answer cold (the longest pause measured was 0.6 s)
+ANSWER_SECONDS = 120.0  # and one that keeps sending KEEP_ALIVE without answering within this is hung too
+KEEP_ALIVE = b" "  # JSON allows spaces before a value: an answer is a few of them, the JSON and a newline
 STOP_SECONDS = 10.0  # how long stop() waits for the searcher to exit
 MAX_REQUEST = 1 << 20  # a request bigger than this is refused
 MAX_ANSWER = 64 << 20  # an answer bigger than this is answered cold (--top-k 100 --verbose is a few hundred KB)
@@ -125,10 +131,10 @@ def _ask(settings: Settings, request: dict) -> tuple[dict | None, bool]:
             send(sock, {**request, "protocol": PROTOCOL, "identity": identity(settings)})
             if sock.recv(1) != b"+":
                 return None, True  # it closed the connection: dying, or refusing us
-            sock.settimeout(ANSWER_SECONDS)
-            reply = receive(sock, MAX_ANSWER)
+            reply = receive(sock, MAX_ANSWER, time.monotonic() + ANSWER_SECONDS, SILENCE_SECONDS)
         except TimeoutError:  # connected, yet it does not take the request (hung or stopped) or does not answer
-            _kill(pid, settings, f"it did not take a request within {ACK_SECONDS:g} s, or answer one within {ANSWER_SECONDS:g} s")
+            _kill(pid, settings, f"it did not take a request within {ACK_SECONDS:g} s, fell silent for {SILENCE_SECONDS:g} s "
+                                 f"while answering, or did not answer within {ANSWER_SECONDS:g} s")
             return None, True
         except (OSError, ValueError):
             return None, True  # it died mid-answer, or the answer is cut short or too big
@@ -237,13 +243,15 @@ def send(sock: socket.socket, message: dict) -> None:
     sock.sendall(json.dumps(message, ensure_ascii=False).encode() + b"\n")
 
 
-def receive(sock: socket.socket, limit: int, deadline: float | None = None) -> dict:
-    """One message of at most `limit` bytes (received by the time.monotonic() `deadline`, if given); ValueError if it
-    is cut short, bigger or not JSON, TimeoutError if it comes too slowly."""
+def receive(sock: socket.socket, limit: int, deadline: float | None = None, silence: float | None = None) -> dict:
+    """One message of at most `limit` bytes (received by the time.monotonic() `deadline`, if given, with no pause longer
+    than `silence` seconds between bytes: KEEP_ALIVE counts); ValueError if it is cut short, bigger or not JSON,
+    TimeoutError if it comes too slowly."""
     data = bytearray()
     while not data.endswith(b"\n"):
         if deadline is not None:
-            sock.settimeout(max(deadline - time.monotonic(), 0.001))
+            remaining = max(deadline - time.monotonic(), 0.001)
+            sock.settimeout(remaining if silence is None else min(remaining, silence))
         chunk = sock.recv(65536)
         if not chunk:
             raise ValueError("the connection closed before the message ended")

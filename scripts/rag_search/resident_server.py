@@ -4,7 +4,9 @@ Started detached by a client (resident.start) and alone per data dir (a lock
 held for its life). A thread per connection checks the peer's uid, reads one
 bounded request within REQUEST_SECONDS and acknowledges it; the main thread
 answers the requests one at a time with the scripts' own code (answers.py, and
-cli.run for the errors), capturing what it prints. Between requests it looks,
+cli.run for the errors), capturing what it prints. Until its answer, a client
+gets a keep-alive byte every HEARTBEAT_SECONDS from another thread, so it can
+tell a slow answer from a stopped searcher. Between requests it looks,
 once per TICK_SECONDS, at what would make it stop: its idle time, its data dir
 or socket gone or replaced; and it closes collections an index run replaced, so
 it never holds an old generation longer than one answer (or one tick).
@@ -29,7 +31,7 @@ from . import answers, cli, dates, logs
 from .config import Settings
 from .datadir import same_file
 from .errors import STOPPED_EXITS, RagSearchError
-from .resident import MAX_REQUEST, PROTOCOL, folder, identity, peer, receive, send, socket_path
+from .resident import HEARTBEAT_SECONDS, KEEP_ALIVE, MAX_REQUEST, PROTOCOL, folder, identity, peer, receive, send, socket_path
 from .warm import WarmIndex
 
 # The searcher's own log, on its stderr (<data dir>/resident/log) whatever the "rag_search" logger writes to while a
@@ -85,13 +87,16 @@ class Resident:
         self.identity = identity(settings)
         self.jobs: queue.Queue = queue.Queue(maxsize=MAX_CONNECTIONS)
         self.readers = threading.BoundedSemaphore(MAX_CONNECTIONS)
+        self.waiting = _Waiting()
         self.stopping = threading.Event()
+        self.done = threading.Event()
         self.since = dates.now_iso()
         self.answers = 0
         self.last_request = time.monotonic()
 
     def run(self) -> None:
         threading.Thread(target=self._accept, name="resident-accept", daemon=True).start()
+        threading.Thread(target=self._keep_alive, name="resident-keep-alive", daemon=True).start()
         try:
             while (reason := self._why_stop()) is None:
                 try:
@@ -99,10 +104,14 @@ class Resident:
                 except queue.Empty:
                     continue
                 with connection:
-                    self._answer(connection, request)
+                    try:
+                        self._answer(connection, request)
+                    finally:
+                        self.waiting.remove(connection)
             log.info("resident searcher %d exits: %s (%d answers)", os.getpid(), reason, self.answers)
         finally:
             self.stopping.set()
+            self.done.set()
 
     def about(self) -> dict:
         return {"pid": os.getpid(), "since": self.since, "rss_bytes": _rss_bytes(), "answers": self.answers}
@@ -121,6 +130,12 @@ class Resident:
                 continue
             threading.Thread(target=self._read, args=(connection,), daemon=True).start()
 
+    def _keep_alive(self) -> None:
+        """Every HEARTBEAT_SECONDS, a keep-alive byte to each client waiting for its answer (even while a stop request
+        lets the answer being made finish)."""
+        while not self.done.wait(HEARTBEAT_SECONDS):
+            self.waiting.keep_alive()
+
     def _read(self, connection: socket.socket) -> None:
         """Check the peer, read its request, acknowledge it; queue it (control requests are answered here)."""
         try:
@@ -138,6 +153,7 @@ class Resident:
                 if request["command"] == "stop":
                     self.stopping.set()
                 return
+            self.waiting.add(connection)
             self.jobs.put_nowait((connection, request))
             queued = True
         except (OSError, ValueError, queue.Full):
@@ -145,6 +161,7 @@ class Resident:
         finally:
             self.readers.release()
             if not queued:
+                self.waiting.remove(connection)
                 connection.close()
 
     def _answer(self, connection: socket.socket, request: dict) -> None:
@@ -153,21 +170,27 @@ class Resident:
         self.last_request = time.monotonic()
         if request.get("protocol") != PROTOCOL or request.get("identity") != self.identity:
             self.stopping.set()
-            _reply(connection, {"stale": True})
+            self._reply(connection, {"stale": True})
             return
         command = answers.COMMANDS.get(request.get("command"))
         arguments = request.get("args")
         if command is None or not isinstance(arguments, dict):
-            _reply(connection, {"stale": True})
+            self._reply(connection, {"stale": True})
             return
         args = argparse.Namespace(**arguments)
         with _captured(request.get("tty") is True) as (out, err):
             code = cli.run(lambda: command(args, self.settings, self.warm), json_errors=getattr(args, "format", "json") == "json")
-        _reply(connection, {"code": code, "stdout": out.getvalue(), "stderr": err.getvalue()})
+        self._reply(connection, {"code": code, "stdout": out.getvalue(), "stderr": err.getvalue()})
         self.answers += 1
         self.last_request = time.monotonic()
         if code in STOPPED_EXITS:
             self.stopping.set()  # a signal came for this process, not for the client
+
+    def _reply(self, connection: socket.socket, message: dict) -> None:
+        self.waiting.remove(connection)  # no keep-alive byte may come inside the answer
+        with contextlib.suppress(OSError):
+            connection.settimeout(REQUEST_SECONDS)
+            send(connection, message)
 
     def _why_stop(self) -> str | None:
         """Why the searcher must exit now, or None; closes the collections an index run replaced."""
@@ -184,6 +207,29 @@ class Resident:
         except Exception as exc:  # noqa: BLE001 - whatever broke, a cold search reports it better than we can
             return f"the index cannot be read: {exc}"
         return None
+
+
+class _Waiting:
+    """The connections whose request was taken and not answered yet (queued, or being answered)."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._connections: set[socket.socket] = set()
+
+    def add(self, connection: socket.socket) -> None:
+        with self._lock:
+            self._connections.add(connection)
+
+    def remove(self, connection: socket.socket) -> None:
+        """Once this returns, no keep-alive byte is sent to `connection`."""
+        with self._lock:
+            self._connections.discard(connection)
+
+    def keep_alive(self) -> None:
+        with self._lock:
+            for connection in self._connections:
+                with contextlib.suppress(OSError):  # a full buffer: the client has bytes to read already
+                    connection.send(KEEP_ALIVE, socket.MSG_DONTWAIT)
 
 
 def _take_lock(path: Path) -> int | None:
@@ -254,12 +300,6 @@ class _Output(io.StringIO):
 
     def isatty(self) -> bool:
         return self.tty
-
-
-def _reply(connection: socket.socket, message: dict) -> None:
-    with contextlib.suppress(OSError):
-        connection.settimeout(REQUEST_SECONDS)
-        send(connection, message)
 
 
 def _rss_bytes() -> int | None:
