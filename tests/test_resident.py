@@ -5,6 +5,7 @@ Each test has its own data dir and runtime dir, and stops its searcher (tests/co
 """
 
 import contextlib
+import fcntl
 import json
 import os
 import shutil
@@ -541,3 +542,22 @@ def test_a_slow_answer_is_waited_for_and_a_searcher_stopped_while_answering_is_k
     assert json.loads(stdout)["results"][0]["file"].startswith("stopped-"), stdout  # answered cold, the notes brought in
     warm.wait_for(lambda: not alive(before["pid"]))
     assert f"resident searcher {before['pid']} killed by client" in warm.log()
+
+
+def test_a_busy_write_lock_once_released_is_tried_again_by_the_next_warm_answer(warm, tmp_path):
+    notes = tmp_path / "mine"
+    notes.mkdir()
+    warm.env["RAG_SEARCH_PERSONAL_DIRS"] = str(notes)
+    write_notes(notes, "first", 1)
+    assert run_script("index_personal.py", "--quiet", env=warm.env).code == 0
+    warm.started()
+    write_notes(notes, "fresh", 1)
+    lock = os.open(warm.data / "personal" / "write.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    fcntl.flock(lock, fcntl.LOCK_EX)  # an index run holds the personal index, for two searches (the second saw no new paths)
+    try:
+        for _ in range(2):
+            assert warm.search("zeppelin hangar fresh lease").json["stale"]["files"] == 1
+    finally:
+        os.close(lock)
+    found = warm.search("zeppelin hangar fresh lease")
+    assert "stale" not in found.json and found.json["results"][0]["file"] == "fresh-0.md", found

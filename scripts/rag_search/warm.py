@@ -68,7 +68,8 @@ class WarmIndex:
         """Bring in personal files changed since the index (a few), else the staleness to report.
 
         The walk is skipped while nothing it depends on has changed: their stamps are taken before a walk, so a change
-        during that walk shows at the next look (and when a walk finds other paths than the last, the next one walks).
+        during that walk shows at the next look (and when a walk finds other paths than the last, or could not bring in the
+        few changes it found, the next one walks).
         """
         if time.monotonic() - self._looked_at < self.freshness_pause:
             return self._stale
@@ -84,6 +85,8 @@ class WarmIndex:
         self._stale = self.stale_note = None
         if changes is None or not changes.count or (changes.small and bring_in(self.settings, changes)):
             return None
+        if changes.small:  # not brought in (the write lock busy, the disk full): not kept, the next call tries again
+            self._looked_at, self._stamps = float("-inf"), None
         self.stale_note = stale_note(changes)
         self._stale = stale_report(changes)
         return self._stale
