@@ -561,3 +561,17 @@ def test_a_busy_write_lock_once_released_is_tried_again_by_the_next_warm_answer(
         os.close(lock)
     found = warm.search("zeppelin hangar fresh lease")
     assert "stale" not in found.json and found.json["results"][0]["file"] == "fresh-0.md", found
+
+
+def test_no_searcher_loads_the_model_when_its_socket_folder_is_unusable(warm):
+    folder = Path(warm.env["XDG_RUNTIME_DIR"]) / "rag-search"
+    folder.mkdir()
+    os.chmod(folder, 0o755)  # others may enter: no searcher may listen there
+    same(warm.search(QUERY), warm.cold(QUERY))
+    assert warm.wait_for(warm.log).startswith(f"resident searcher not started: {folder} must be"), warm.log()
+    served = subprocess.run([sys.executable, str(Path(__file__).parent / "faultrun.py"), "kill@rag_search.warm.WarmIndex.warm_up",
+                             "resident.py", "serve"], env={**os.environ, **warm.env}, stdin=subprocess.DEVNULL,
+                            capture_output=True, text=True, timeout=300)
+    assert served.returncode == 1, served.stderr  # -9: it loaded the model before it looked at the folder
+    assert f"not started: {folder} must be" in served.stderr, served.stderr
+    assert warm.pids() == []

@@ -26,6 +26,7 @@ import json
 import os
 import signal
 import socket
+import stat
 import struct
 import sys
 import time
@@ -67,6 +68,16 @@ def socket_path(settings: Settings) -> Path:
         digest = hashlib.sha256(str(settings.data_dir).encode()).hexdigest()[:16]
         return settings.runtime_dir / "rag-search" / f"{digest}.socket"
     return folder(settings) / "socket"
+
+
+def check_socket_folder(path: Path) -> None:
+    """Make the folder of the socket at `path` if it is missing (not its parents: a data dir removed is not made again)
+    and check that only we can enter it; OSError if not. Checked before the costly part: by a client before it starts a
+    searcher, by the searcher before it loads the model."""
+    path.parent.mkdir(mode=0o700, exist_ok=True)
+    info = path.parent.lstat()
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid() or info.st_mode & 0o077:
+        raise OSError(f"{path.parent} must be a folder of ours that only we can enter (mode 0700)")
 
 
 def identity(settings: Settings) -> str:
@@ -154,8 +165,13 @@ def _kill(pid: int, settings: Settings, why: str) -> None:
     """Kill a hung searcher (SIGKILL ends a stopped one too), which peer() showed to run as us; its log says why."""
     with contextlib.suppress(OSError):
         os.kill(pid, signal.SIGKILL)
-        with open(folder(settings) / "log", "a", encoding="utf-8") as log:
-            log.write(f"resident searcher {pid} killed by client {os.getpid()}: {why}\n")
+        _log(settings, f"resident searcher {pid} killed by client {os.getpid()}: {why}")
+
+
+def _log(settings: Settings, line: str) -> None:
+    """A line in the searcher's log, from a client."""
+    with contextlib.suppress(OSError), open(folder(settings) / "log", "a", encoding="utf-8") as log:
+        log.write(line + "\n")
 
 
 def start(settings: Settings, replacing: bool = False) -> None:
@@ -169,6 +185,11 @@ def start(settings: Settings, replacing: bool = False) -> None:
     with contextlib.suppress(FileNotFoundError):
         if log_path.stat().st_size > LOG_BYTES:
             log_path.replace(own / "log.1")
+    try:
+        check_socket_folder(socket_path(settings))
+    except OSError as exc:  # no searcher could listen: every search is answered cold, and the log says why
+        _log(settings, f"resident searcher not started: {exc}")
+        return
     import subprocess  # only here: a warm call does not need it
 
     # What this client's flags chose goes on the searcher's stdin, never on its command line (a process list shows that).

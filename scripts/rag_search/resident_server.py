@@ -31,7 +31,19 @@ from . import answers, cli, dates, logs
 from .config import Settings
 from .datadir import same_file
 from .errors import STOPPED_EXITS, RagSearchError
-from .resident import HEARTBEAT_SECONDS, KEEP_ALIVE, MAX_REQUEST, PROTOCOL, folder, identity, peer, receive, send, socket_path
+from .resident import (
+    HEARTBEAT_SECONDS,
+    KEEP_ALIVE,
+    MAX_REQUEST,
+    PROTOCOL,
+    check_socket_folder,
+    folder,
+    identity,
+    peer,
+    receive,
+    send,
+    socket_path,
+)
 from .warm import WarmIndex
 
 # The searcher's own log, on its stderr (<data dir>/resident/log) whatever the "rag_search" logger writes to while a
@@ -53,6 +65,7 @@ def serve(settings: Settings, expected_identity: str | None) -> int:
         log.warning("not started: this process does not share its client's settings or code")
         return 0
     try:
+        check_socket_folder(socket_path(settings))  # before the model loads: a searcher that could not listen stops at once
         lock = _take_lock(folder(settings) / "lock")
     except OSError as exc:
         log.warning("not started: %s", exc)
@@ -252,10 +265,7 @@ def _take_lock(path: Path) -> int | None:
 def _listening(path: Path):
     """A listening socket at `path`, 0600 in a folder only we can enter; removed when done (if still ours). Its
     folder's parent must exist: a data dir removed while the searcher warmed up is not made again."""
-    path.parent.mkdir(mode=0o700, exist_ok=True)
-    info = path.parent.lstat()
-    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid() or info.st_mode & 0o077:
-        raise OSError(f"{path.parent} must be a folder of ours that only we can enter (mode 0700)")
+    check_socket_folder(path)  # again: it may have changed while the model loaded
     with contextlib.suppress(FileNotFoundError):
         if not stat.S_ISSOCK(path.lstat().st_mode):
             raise OSError(f"{path} is not a socket: not replaced")
