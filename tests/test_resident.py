@@ -575,3 +575,37 @@ def test_no_searcher_loads_the_model_when_its_socket_folder_is_unusable(warm):
     assert served.returncode == 1, served.stderr  # -9: it loaded the model before it looked at the folder
     assert f"not started: {folder} must be" in served.stderr, served.stderr
     assert warm.pids() == []
+
+
+def ask_raw(warm: Resident, request: dict) -> dict | None:
+    """Send one request of our own making to the searcher; its reply, None if it closed the connection without one."""
+    from rag_search import resident
+
+    settings = warm.settings()
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.settimeout(120)
+        sock.connect(str(resident.socket_path(settings)))
+        message = {"protocol": resident.PROTOCOL, "identity": resident.identity(settings), "tty": False, **request}
+        sock.sendall(json.dumps(message).encode() + b"\n")  # ASCII: a lone surrogate goes as its escape
+        assert sock.recv(1) == b"+"
+        try:
+            return resident.receive(sock, resident.MAX_ANSWER)
+        except ValueError:
+            return None
+
+
+def test_malformed_requests_of_our_own_uid_get_an_error_and_the_searcher_answers_on(warm):
+    from search import build_parser
+
+    valid = vars(build_parser().parse_args([QUERY]))
+    before = warm.started()
+    malformed = [{"command": "search", "args": {"__class__": 1}}, {"command": "search", "args": {**valid, "__dict__": []}},
+                 {"command": "search", "args": {**valid, "not an option": 1}}, {"command": ["search"], "args": valid},
+                 {"command": "search", "args": {**valid, "top_k": "three", "source": 7}}, {"command": "search", "args": {}},
+                 {"command": "search", "args": {**valid, "source": ["\ud800"]}}]  # its error echoes what no UTF-8 can encode
+    for request in malformed:
+        reply = ask_raw(warm, request)
+        assert reply is not None and (reply.get("stale") or reply.get("code") not in (0, None)), (request, reply)
+    assert ask_raw(warm, {"command": "search", "args": valid})["code"] == 0
+    same(warm.search(QUERY), warm.cold(QUERY))
+    assert answered_warm(warm, before), warm.log()

@@ -30,7 +30,7 @@ from pathlib import Path
 from . import answers, cli, dates, logs
 from .config import Settings
 from .datadir import same_file
-from .errors import STOPPED_EXITS, RagSearchError
+from .errors import EXIT_FAILURE, STOPPED_EXITS, RagSearchError
 from .resident import (
     HEARTBEAT_SECONDS,
     KEEP_ALIVE,
@@ -119,6 +119,10 @@ class Resident:
                 with connection:
                     try:
                         self._answer(connection, request)
+                    except Exception as exc:  # noqa: BLE001 - a request it fails on fails alone: its client answers cold
+                        log.exception("resident searcher %d failed on a request", os.getpid())
+                        self._reply(connection, {"code": EXIT_FAILURE, "stdout": "",
+                                                 "stderr": f"error: the resident searcher failed ({type(exc).__name__}), see its log\n"})
                     finally:
                         self.waiting.remove(connection)
             log.info("resident searcher %d exits: %s (%d answers)", os.getpid(), reason, self.answers)
@@ -185,9 +189,9 @@ class Resident:
             self.stopping.set()
             self._reply(connection, {"stale": True})
             return
-        command = answers.COMMANDS.get(request.get("command"))
-        arguments = request.get("args")
-        if command is None or not isinstance(arguments, dict):
+        name, arguments = request.get("command"), request.get("args")
+        command = answers.COMMANDS.get(name) if isinstance(name, str) else None
+        if command is None or not isinstance(arguments, dict) or not all(map(_is_option, arguments)):
             self._reply(connection, {"stale": True})
             return
         args = argparse.Namespace(**arguments)
@@ -243,6 +247,11 @@ class _Waiting:
             for connection in self._connections:
                 with contextlib.suppress(OSError):  # a full buffer: the client has bytes to read already
                     connection.send(KEEP_ALIVE, socket.MSG_DONTWAIT)
+
+
+def _is_option(name: str) -> bool:
+    """Whether `name` can be what argparse named an option (`__class__` in a Namespace is no option, but an error)."""
+    return name.isidentifier() and not name.startswith("_")
 
 
 def _take_lock(path: Path) -> int | None:
