@@ -609,3 +609,47 @@ def test_malformed_requests_of_our_own_uid_get_an_error_and_the_searcher_answers
     assert ask_raw(warm, {"command": "search", "args": valid})["code"] == 0
     same(warm.search(QUERY), warm.cold(QUERY))
     assert answered_warm(warm, before), warm.log()
+
+
+@contextlib.contextmanager
+def impostor(warm: Resident, replies: list[bytes]):
+    """A searcher of our uid at the socket, holding the searchers' lock (none replaces it), that takes each request
+    and answers it with the next of `replies`."""
+    from rag_search import resident
+
+    settings = warm.settings()
+    resident.folder(settings).mkdir(mode=0o700)
+    lock = os.open(resident.folder(settings) / "lock", os.O_RDWR | os.O_CREAT, 0o600)
+    fcntl.flock(lock, fcntl.LOCK_EX)
+    path = resident.socket_path(settings)
+    path.parent.mkdir(mode=0o700)
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(str(path))
+    listener.listen()
+    listener.settimeout(300)
+
+    def answer_each():
+        for reply in replies:
+            connection, _ = listener.accept()
+            with connection:
+                resident.receive(connection, resident.MAX_REQUEST, time.monotonic() + 10)
+                connection.sendall(b"+" + reply)
+
+    thread = threading.Thread(target=answer_each, daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        listener.close()
+        os.close(lock)
+        thread.join(timeout=10)
+
+
+def test_an_answer_the_client_cannot_use_ends_in_the_cold_answer(warm):
+    unusable = [b"[" * 100_000 + b"]" * 100_000 + b"\n",  # json.loads raises RecursionError
+                json.dumps({"code": 300, "stdout": "{}\n", "stderr": ""}).encode() + b"\n",  # no exit code of ours
+                json.dumps({"code": 0, "stdout": "\ud800\n", "stderr": ""}).encode() + b"\n"]  # stdout cannot print it
+    cold = warm.cold(QUERY)
+    with impostor(warm, unusable):
+        for _ in unusable:
+            same(warm.search(QUERY), cold)

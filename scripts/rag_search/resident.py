@@ -156,9 +156,19 @@ def _ask(settings: Settings, request: dict) -> tuple[dict | None, bool]:
 
 def _well_formed(reply: dict) -> bool:
     """An answer we print as it is: an exit code the cold path could give (a failure of the searcher's own answers
-    cold instead: code 1 is a bug, 130/143 a signal to the searcher), and the two texts."""
-    return (isinstance(reply.get("code"), int) and reply["code"] not in (EXIT_FAILURE, *STOPPED_EXITS)
-            and isinstance(reply.get("stdout"), str) and isinstance(reply.get("stderr"), str))
+    cold instead: code 1 is a bug, 130/143 a signal to the searcher), and the two texts, which our stdout can print
+    (stderr replaces what it cannot)."""
+    code = reply.get("code")
+    return (isinstance(code, int) and 0 <= code <= 255 and code not in (EXIT_FAILURE, *STOPPED_EXITS)
+            and isinstance(reply.get("stdout"), str) and isinstance(reply.get("stderr"), str) and _printable(reply["stdout"]))
+
+
+def _printable(text: str) -> bool:
+    try:
+        text.encode(sys.stdout.encoding or "utf-8", sys.stdout.errors or "strict")
+    except (UnicodeError, LookupError):
+        return False
+    return True
 
 
 def _kill(pid: int, settings: Settings, why: str) -> None:
@@ -266,8 +276,8 @@ def send(sock: socket.socket, message: dict) -> None:
 
 def receive(sock: socket.socket, limit: int, deadline: float | None = None, silence: float | None = None) -> dict:
     """One message of at most `limit` bytes (received by the time.monotonic() `deadline`, if given, with no pause longer
-    than `silence` seconds between bytes: KEEP_ALIVE counts); ValueError if it is cut short, bigger or not JSON,
-    TimeoutError if it comes too slowly."""
+    than `silence` seconds between bytes: KEEP_ALIVE counts); ValueError if it is cut short, bigger, not JSON or nested
+    too deeply to parse, TimeoutError if it comes too slowly."""
     data = bytearray()
     while not data.endswith(b"\n"):
         if deadline is not None:
@@ -279,4 +289,7 @@ def receive(sock: socket.socket, limit: int, deadline: float | None = None, sile
         data += chunk
         if len(data) > limit:
             raise ValueError("message too big")
-    return json.loads(data)
+    try:
+        return json.loads(data)
+    except RecursionError:
+        raise ValueError("message nested too deeply") from None
