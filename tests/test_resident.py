@@ -641,8 +641,21 @@ def impostor(warm: Resident, replies: list[bytes]):
         yield
     finally:
         listener.close()
+        warm.wait_for(lambda: not starting_searchers(warm.data))  # each client started one to replace us: it gives up
         os.close(lock)
         thread.join(timeout=10)
+
+
+def starting_searchers(data: Path) -> list[int]:
+    """The searcher processes started for `data`, running or starting (their environment names the data dir)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        with contextlib.suppress(OSError):
+            command = (entry / "cmdline").read_bytes().split(b"\0")
+            if any(part.endswith(b"resident.py") for part in command) and b"serve" in command:
+                if f"RAG_SEARCH_HOME={data}".encode() in (entry / "environ").read_bytes().split(b"\0"):
+                    found.append(int(entry.name))
+    return [pid for pid in found if alive(pid)]
 
 
 def test_an_answer_the_client_cannot_use_ends_in_the_cold_answer(warm):
