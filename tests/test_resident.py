@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import EXAMPLES, SCRIPTS, resident_searchers, run_script
+from conftest import EXAMPLES, SCRIPTS, fill, resident_searchers, run_script
 
 pytestmark = pytest.mark.skipif(not hasattr(socket, "SO_PEERCRED"), reason="the resident searcher needs Linux peer credentials")
 
@@ -542,6 +542,69 @@ def test_a_slow_answer_is_waited_for_and_a_searcher_stopped_while_answering_is_k
     assert json.loads(stdout)["results"][0]["file"].startswith("stopped-"), stdout  # answered cold, the notes brought in
     warm.wait_for(lambda: not alive(before["pid"]))
     assert f"resident searcher {before['pid']} killed by client" in warm.log()
+
+
+def ram_copies(pid: int) -> set[Path]:
+    """The folders in /dev/shm a process has files open in (a reader's copy of the index on a full disk)."""
+    found = set()
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        with contextlib.suppress(OSError):
+            target = Path(os.readlink(fd))
+            if target.parts[:3] == ("/", "dev", "shm") and len(target.parts) > 3:
+                found.add(Path(*target.parts[:4]))
+    return found
+
+
+def killed_with_its_copies(resident: Resident) -> set[Path]:
+    """Start a searcher, SIGKILL it: the copies of the index in memory it leaves."""
+    pid = resident.started()["pid"]
+    copies = ram_copies(pid)
+    assert copies, "on a full disk the searcher reads a copy of the index in memory"
+    os.kill(pid, signal.SIGKILL)
+    resident.wait_for(lambda: not alive(pid))
+    assert all(copy.is_dir() for copy in copies), "a killed process cannot remove its copy itself"
+    return copies
+
+
+def test_copies_of_the_index_in_memory_that_killed_searchers_left_are_removed(state_dir, small_disk):
+    data = small_disk / "data"
+    assert run_script("index_personal.py", "--quiet", "--data-dir", data, state_dir).code == 0
+    fill(small_disk)
+    with resident_for(data) as resident:
+        left = killed_with_its_copies(resident)
+        assert resident.cold(QUERY).code == 0  # a reader that makes a copy removes those first
+        assert not any(copy.exists() for copy in left), "the dead searcher's copy stays in memory for good"
+        left = killed_with_its_copies(resident)
+        (small_disk / "filler").unlink()  # room again: no reader needs a copy, and the next searcher removes them
+        assert ram_copies(resident.started()["pid"]) == set()
+        assert not any(copy.exists() for copy in left), "the dead searcher's copy stays in memory for good"
+
+
+def test_only_copies_of_the_index_our_dead_processes_left_are_removed(tmp_path, monkeypatch):
+    from rag_search import vectors
+
+    monkeypatch.setattr(vectors, "RAM_DIR", tmp_path)
+    running = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+    gone = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+    try:
+        live, dead = vectors.ram_copy_prefix(running.pid), vectors.ram_copy_prefix(gone.pid)
+    finally:
+        gone.kill()
+        gone.wait()
+    folders = {"ours, its owner gone": f"{dead}a", "ours, its owner running": f"{live}b", "another user's, its owner gone": f"{dead}c",
+               "named without an owner": "rag-search-d", "not a copy": "other-e"}
+    try:
+        for name in folders.values():
+            (tmp_path / name / "chroma").mkdir(parents=True)
+        if os.geteuid() == 0:
+            os.chown(tmp_path / folders["another user's, its owner gone"], 65534, 65534)
+        else:
+            del folders["another user's, its owner gone"]  # only root can make one here
+        vectors.remove_orphaned_ram_copies()
+        assert {what for what, name in folders.items() if (tmp_path / name).exists()} == set(folders) - {"ours, its owner gone"}
+    finally:
+        running.kill()
+        running.wait()
 
 
 def test_a_busy_write_lock_once_released_is_tried_again_by_the_next_warm_answer(warm, tmp_path):

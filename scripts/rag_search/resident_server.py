@@ -44,6 +44,7 @@ from .resident import (
     send,
     socket_path,
 )
+from .store import Store
 from .warm import WarmIndex
 
 # The searcher's own log, on its stderr (<data dir>/resident/log) whatever the "rag_search" logger writes to while a
@@ -73,6 +74,7 @@ def serve(settings: Settings, expected_identity: str | None) -> int:
     if lock is None:
         return 0  # another searcher runs (or starts) for this data dir
     signal.signal(signal.SIGTERM, _stop_on_signal)
+    Store.remove_orphaned_copies()  # a searcher killed on a full disk left its copy of the index in memory
     warm = WarmIndex(settings)
     try:
         warm.warm_up()

@@ -32,6 +32,7 @@ from .local_vectors import CATALOG, FINGERPRINT_STATE, LocalVectors
 from .records import DocumentRecord, Filters, Hit, IndexedFiles, StoredChunk
 from .reuse import same_vectors
 from .server_vectors import ServerVectors
+from .vectors import remove_orphaned_ram_copies
 
 log = logging.getLogger("rag_search")
 
@@ -145,6 +146,11 @@ class Store:
     def is_built(settings: Settings, name: str) -> bool:
         """Whether `name` has a published index (in server mode: this machine's catalog of it)."""
         return generations.published(settings.data_dir / name)[0] is not None
+
+    @staticmethod
+    def remove_orphaned_copies() -> None:
+        """Remove the copies of an index in memory (a reader's on a full disk) that killed processes of ours left."""
+        remove_orphaned_ram_copies()
 
     # --- what is indexed ----------------------------------------------------
 

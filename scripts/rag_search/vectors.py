@@ -10,13 +10,17 @@ other machines search it.
 ChromaDB writes a row into its SQLite file every time a client opens a folder,
 so on a full disk even a search could not open the index. A reader that meets
 that opens a private copy of the folder in memory instead (/dev/shm): searches
-never need to write to the data dir.
+never need to write to the data dir. The copy is removed when the reader closes
+it; one that a killed process left is removed by the next process of ours that
+makes a copy, or starts a resident searcher (its name says whose it is).
 """
 
 import contextlib
 import json
 import logging
+import os
 import shutil
+import stat
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -33,6 +37,7 @@ FINGERPRINT_KEY = "rag_search_fingerprint"
 VERSION_KEY = "rag_search_version"  # server mode: moved by every published index run
 BATCH = 1000  # well under ChromaDB's max batch size
 RAM_DIR = Path("/dev/shm")
+RAM_COPY = "rag-search-"  # a copy's name: this, its owner's pid namespace, pid and start time, and a random part
 # ChromaDB writes its HNSW graph to disk every this many writes, and a process opening the index first replays the
 # writes since then into the graph. Its default, 1000, cost each cold search and each index run 1-2 s at 100k chunks;
 # 100 (its default batch size) cost 0.3 s. Persisting writes only what changed, so indexing barely slows.
@@ -79,7 +84,8 @@ class VectorIndex:
         shown = folder.resolve()  # a reader's folder is /proc/self/fd/N/chroma (generations.held_path): say which it is
         if not RAM_DIR.is_dir():
             raise StoreError(f"the disk holding {shown} is full, and there is no {RAM_DIR} to read a copy from", hint="free disk space")
-        copy = Path(tempfile.mkdtemp(prefix="rag-search-", dir=RAM_DIR))
+        remove_orphaned_ram_copies()
+        copy = Path(tempfile.mkdtemp(prefix=ram_copy_prefix(os.getpid()) or RAM_COPY, dir=RAM_DIR))
         try:
             shutil.copytree(folder, copy / "chroma")
             log.warning("the disk holding %s is full: searching a copy of the index in memory", shown)
@@ -257,6 +263,51 @@ class VectorIndex:
         if not sample["ids"]:
             return True
         return bool(self.collection.query(query_embeddings=sample["embeddings"], n_results=1)["ids"][0])
+
+
+def ram_copy_prefix(pid: int) -> str | None:
+    """How the copies of the running process `pid` are named; None where /proc cannot tell (its copies are then named
+    without an owner, and never removed by another process)."""
+    namespace, start = _pid_namespace(), _start_time(pid)
+    return None if namespace is None or start is None else f"{RAM_COPY}{namespace}-{pid}-{start}-"
+
+
+def remove_orphaned_ram_copies() -> None:
+    """Remove the copies that processes of ours left behind when they were killed: a copy whose owner no longer runs
+    (its pid is gone, or now another process's: the start time differs). Another user's copy, or one made in another
+    pid namespace (whose processes we cannot see), is never touched."""
+    namespace = _pid_namespace()
+    try:
+        entries = list(os.scandir(RAM_DIR))
+    except OSError:
+        return
+    for entry in entries:
+        owner = entry.name.removeprefix(RAM_COPY).split("-")  # namespace, pid, start time, random part
+        if not entry.name.startswith(RAM_COPY) or len(owner) != 4 or owner[0] != namespace or not owner[1].isdigit():
+            continue
+        if _start_time(int(owner[1])) == owner[2]:
+            continue  # its owner runs
+        with contextlib.suppress(OSError):
+            found = entry.stat(follow_symlinks=False)
+            if stat.S_ISDIR(found.st_mode) and found.st_uid == os.getuid():
+                shutil.rmtree(entry.path, ignore_errors=True)
+
+
+def _pid_namespace() -> str | None:
+    try:
+        return os.readlink("/proc/self/ns/pid").removeprefix("pid:[").removesuffix("]")
+    except OSError:
+        return None
+
+
+def _start_time(pid: int) -> str | None:
+    """When process `pid` started (clock ticks after boot, /proc/<pid>/stat field 22); None if it does not run (a
+    zombie has exited)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    return None if fields[0] == "Z" else fields[19]
 
 
 def page_vector(vectors: list[np.ndarray]) -> np.ndarray:
