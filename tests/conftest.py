@@ -204,6 +204,36 @@ def example_index(tmp_path_factory) -> Path:
     return data
 
 
+# Two long notes for get.py --max-chars: a manual of 400 headed sections, and a transcript with no heading at all whose
+# passage DEEP_PASSAGE lies three quarters of the way in.
+DEEP_PASSAGE = "The zebracorn failover drill moved to rack 7 after the March outage."
+
+
+def long_manual() -> str:
+    sections = "".join(f"## Option {number:03}\n\nThe setting option-{number:03} sets how often the controller polls queue "
+                       f"{number}; its default is {number} seconds.\n\n" for number in range(400))
+    return f"# Controller options\n\n{sections}"
+
+
+def long_transcript() -> str:
+    paragraphs = [f"Item {number}: speaker {number % 4} reports on the weekly review, and the team agrees to follow up."
+                  for number in range(400)]
+    paragraphs[300] = DEEP_PASSAGE
+    return "\n\n".join(paragraphs) + "\n"
+
+
+@pytest.fixture(scope="session")
+def long_pages_index(tmp_path_factory) -> Path:
+    """A data dir with notes/manual.md (long_manual) and notes/transcript.txt (long_transcript) indexed (read-only)."""
+    base = tmp_path_factory.mktemp("long-pages")
+    (base / "state" / "notes").mkdir(parents=True)
+    (base / "state" / "notes" / "manual.md").write_text(long_manual())
+    (base / "state" / "notes" / "transcript.txt").write_text(long_transcript())
+    result = run_script("index_personal.py", "--data-dir", base / "data", base / "state", cwd=base, env={"HOME": str(base)})
+    assert result.code == 0, result
+    return base / "data"
+
+
 @pytest.fixture
 def example_data(example_index, tmp_path) -> Path:
     """A private copy of the example index that a test may change."""

@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from conftest import SCRIPTS, add_source, index_docs, run_script
+from conftest import DEEP_PASSAGE, SCRIPTS, add_source, index_docs, run_script, store_contents
 from webserver import DocsSite, Page, html_page
 
 SEARCH_ERRORS = [
@@ -282,6 +282,63 @@ def test_get_reads_one_section_or_at_most_n_characters_with_the_pages_outline(ex
     chunk_id = run_script("search.py", "--data-dir", example_index, "--top-k", "1", "k0sctl apply").json["results"][0]["id"]
     with_id = run_script("get.py", "--data-dir", example_index, chunk_id, "--section", "Upgrading k0s")
     assert with_id.code == 2 and "--section" in with_id.json["error"]["message"]
+
+
+MANUAL_OUTLINE = ["Controller options"] + [f"Controller options > Option {number:03}" for number in range(400)]
+
+
+def chunk_id_where(data, found) -> str:
+    return next(chunk_id for chunk_id, chunk in store_contents(data).items() if found(chunk))
+
+
+def test_get_max_chars_bounds_the_whole_answer_keeping_the_headings_around_the_text_shown(long_pages_index):
+    """Issue 38: --max-chars 3000 cut the text but not the outline of every heading (17,296 characters on 400 headings)."""
+    whole = run_script("get.py", "--data-dir", long_pages_index, "notes/manual.md").json
+    start = run_script("get.py", "--data-dir", long_pages_index, "notes/manual.md", "--max-chars", "3000")
+    assert start.code == 0, start
+    cut = start.json
+    assert len(start.stdout.strip()) <= 3600 and len(cut["text"]) >= 1500, start
+    assert cut["truncated"] is True and cut["total_chars"] == len(whole["text"]) and whole["text"].startswith(cut["text"])
+    assert (cut["text_start"], cut["text_end"]) == (0, len(cut["text"]))
+    kept = cut["outline"]
+    assert kept == MANUAL_OUTLINE[:len(kept)] and cut["outline_omitted"] == {"before": 0, "after": 401 - len(kept)}
+    shown = re.findall(r"^## (Option \d+)$", cut["text"], re.MULTILINE)
+    assert shown and {f"Controller options > {heading}" for heading in shown} <= set(kept)
+
+    section = run_script("get.py", "--data-dir", long_pages_index, "notes/manual.md", "--section", "Option 200", "--max-chars", "3000")
+    assert section.code == 0, section
+    answer = section.json
+    assert len(section.stdout.strip()) <= 3600 and "option-200" in answer["text"] and answer["section"] == MANUAL_OUTLINE[201]
+    first = MANUAL_OUTLINE.index(answer["outline"][0])
+    assert answer["outline"] == MANUAL_OUTLINE[first:first + len(answer["outline"])]
+    assert first + 5 < 201 < first + len(answer["outline"]) - 5, "the headings either side of the section shown"
+    assert answer["outline_omitted"] == {"before": first, "after": 401 - first - len(answer["outline"])}
+
+    chunk_id = chunk_id_where(long_pages_index, lambda chunk: chunk["metadata"].get("heading") == MANUAL_OUTLINE[301])
+    around = run_script("get.py", "--data-dir", long_pages_index, chunk_id, "--max-chars", "3000")
+    assert around.code == 0, around
+    answer = around.json
+    assert len(around.stdout.strip()) <= 3600 and "option-300 sets" in answer["text"] and answer["id"] == chunk_id
+    assert 0 < answer["text_start"] and answer["text"] == whole["text"][answer["text_start"]:answer["text_end"]]
+    assert MANUAL_OUTLINE[301] in answer["outline"] and MANUAL_OUTLINE[0] not in answer["outline"]
+
+
+def test_get_of_a_chunk_id_with_max_chars_reads_the_page_around_that_chunk(long_pages_index):
+    """Issue 38: a page without headings was cut at its start whatever passage matched; its chunk id was refused."""
+    whole = run_script("get.py", "--data-dir", long_pages_index, "notes/transcript.txt").json
+    chunk_id = chunk_id_where(long_pages_index, lambda chunk: DEEP_PASSAGE in chunk["text"])
+    result = run_script("get.py", "--data-dir", long_pages_index, chunk_id, "--max-chars", "3000")
+    assert result.code == 0, result
+    answer = result.json
+    assert DEEP_PASSAGE in answer["text"] and len(result.stdout.strip()) <= 3600 and len(answer["text"]) >= 1500, result
+    assert answer["id"] == chunk_id and answer["truncated"] is True and answer["total_chars"] == len(whole["text"])
+    assert 0 < answer["text_start"] < whole["text"].index(DEEP_PASSAGE) < answer["text_end"]
+    assert answer["text"] == whole["text"][answer["text_start"]:answer["text_end"]] and answer["outline"] == []
+
+    chunk = run_script("get.py", "--data-dir", long_pages_index, chunk_id, "--context", "0").json
+    assert [item["id"] for item in chunk["shown"]] == [chunk_id], "without --max-chars an id reads the chunk"
+    both = run_script("get.py", "--data-dir", long_pages_index, chunk_id, "--context", "2", "--max-chars", "3000")
+    assert both.code == 2 and "--context" in both.json["error"]["message"], both
 
 
 def test_get_of_something_not_indexed_is_a_usage_error(example_index):

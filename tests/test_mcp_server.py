@@ -11,7 +11,7 @@ import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
-from conftest import SCRIPTS, run_script
+from conftest import DEEP_PASSAGE, SCRIPTS, run_script, store_contents
 
 QUESTION = "why is ArgoCD self-heal disabled?"
 
@@ -125,6 +125,18 @@ def test_a_data_dir_deleted_and_built_again_is_answered_from_the_new_index(examp
     cold = run_script("status.py", "--data-dir", example_data)
     assert cold.code == 0, cold
     assert seen["status"][1]["collections"]["personal"]["chunks"] == cold.json["collections"]["personal"]["chunks"]
+
+
+def test_get_document_of_a_chunk_id_with_max_chars_reads_the_page_around_that_chunk_as_get_py(long_pages_index, isolated_home):
+    chunk_id = next(chunk_id for chunk_id, chunk in store_contents(long_pages_index).items() if DEEP_PASSAGE in chunk["text"])
+
+    async def steps(client):
+        return await call(client, "get_document", reference=chunk_id, max_chars=3000)
+
+    failed, answer = session(long_pages_index, isolated_home, steps)
+    assert not failed, answer
+    assert DEEP_PASSAGE in answer["text"] and answer["text_start"] > 0 and len(json.dumps(answer, ensure_ascii=False)) <= 3600
+    assert answer == run_script("get.py", "--data-dir", long_pages_index, chunk_id, "--max-chars", "3000").json
 
 
 @pytest.mark.parametrize(
