@@ -11,7 +11,8 @@ use_project_venv()
 from rag_search import cli  # noqa: E402
 
 EXIT_CODES = (0, 1, 2, 3, 6, 7)
-MEANINGS = {2: "bad command line, or FILE_OR_ID names no indexed document or chunk (or several documents)",
+MEANINGS = {2: "bad command line (also --section with a chunk id, --context with --max-chars), or FILE_OR_ID names no "
+                "indexed document or chunk (or several documents)",
             6: "bad input: the config file", 7: "store cannot be opened (damaged: the message names the rebuild)"}
 
 EPILOG = """what to pass: a result's "file" (notes/argocd-setup.md), its metadata.path or
@@ -19,14 +20,25 @@ metadata.url, or its "id" (a chunk).
 
 output (JSON on stdout, one line unless stdout is a terminal):
   a document: {"source", "file", "path" or "url", "indexed_at", "chunks", "from", "text"}
-    with --section: also "section" (the heading path read) and "outline" (the
-    document's heading paths), "from" is "index"; cut by --max-chars: also
-    "truncated": true, "total_chars" and "outline"
     "from": "file" (the file as indexed, secrets redacted as in the index),
     "saved page" (a web page's markdown as indexed), or "index" (the indexed
     chunks joined, when the file is gone or changed since it was indexed)
+    with --section: also "section" (the heading path read) and "outline" (the
+    document's heading paths), "from" is "index"
   a chunk: {"source", "file", "path" or "url", "indexed_at", "chunks", "id",
     "shown": [{"id", "index", "heading", "text"}]}: the chunk and --context chunks either side
+
+--max-chars N: the whole answer (as printed on one line) in at most N characters
+  (only the fields that say what the document is can overflow a tiny N). The
+  outline is cut first, to the headings nearest the text shown (a quarter of the
+  room, more when the text needs less), then the text, at a paragraph. Of a file,
+  the text from its start (or the section's); of a chunk id, the document's text
+  around that chunk (the passage a search matched), with "id". What was cut:
+    "truncated": true, "total_chars" (of the whole text), "text_start" and
+    "text_end" (the characters shown: text is whole_text[text_start:text_end])
+    "outline": the headings kept (always, when anything was cut), and
+    "outline_omitted": {"before", "after"}: how many headings were left out
+    either side of them
 
 Why a script of its own rather than search.py --get: it takes no query, needs no
 model (it starts in a fraction of search's time) and has flags of its own.
@@ -38,12 +50,13 @@ these settings (the same JSON); --no-resident or RAG_SEARCH_RESIDENT=0 for a col
 def build_parser() -> argparse.ArgumentParser:
     parser = cli.make_parser("get.py", __doc__, EPILOG, EXIT_CODES, MEANINGS)
     parser.add_argument("reference", metavar="FILE_OR_ID", help="a result's file, path, URL or chunk id")
-    parser.add_argument("--context", type=int, default=1, metavar="N", choices=range(0, 51),
-                        help="with a chunk id: the N chunks before and after it too (0-50, default 1)")
+    parser.add_argument("--context", type=int, metavar="N", choices=range(0, 51),
+                        help="with a chunk id (without --max-chars): the N chunks before and after it too (0-50, default 1)")
     parser.add_argument("--section", type=cli.non_empty, metavar="HEADING",
                         help="of a document: only this section and its subsections (a heading, or a result's heading path)")
     parser.add_argument("--max-chars", type=cli.number_in(1, 100_000_000), metavar="N",
-                        help="of a document: at most N characters (cut at a paragraph), with the page's outline")
+                        help="the whole answer in at most N characters: the outline cut to the headings near the "
+                             "text shown, then the text; with a chunk id, the document's text around that chunk")
     parser.add_argument("--format", choices=["json", "text"], default="json", help="json for agents (default), text for people")
     parser.add_argument("--no-resident", action="store_true",
                         help="answer in this process, without the resident searcher (see 'resident searcher' below)")

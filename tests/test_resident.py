@@ -156,6 +156,7 @@ OTHER_CASES = [
     ["get.py", "{file}", "--section", "nonesuch"],  # exit 2, the same error
     ["get.py", "{file}", "--max-chars", "80", "--format", "text"],
     ["get.py", "{id}", "--context", "2"],
+    ["get.py", "{id}", "--max-chars", "600"],
     ["get.py", "no/such/file.md"],
     ["status.py"],
     ["status.py", "--format", "text"],

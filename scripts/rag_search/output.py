@@ -167,7 +167,8 @@ def document_text(found: dict) -> str:
     where = found.get("url") or found.get("path") or found["file"]
     if "text" in found:
         part = f" · {found['section']}" if "section" in found else ""
-        cut = f"\n\n[cut at {len(found['text'])} of {found['total_chars']} characters]" if found.get("truncated") else ""
+        cut = (f"\n\n[characters {found['text_start']:,} to {found['text_end']:,} of {found['total_chars']:,}]"
+               if found.get("truncated") else "")
         return f"{where}{part} ({found['from']})\n\n{found['text']}{cut}"
     return "\n\n".join(f"--- {where} · {item['heading']} [{item['index'] + 1}/{found['chunks']}]\n{item['text']}"
                        for item in found["shown"])

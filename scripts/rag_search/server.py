@@ -136,14 +136,17 @@ class RagSearchServer:
     async def get_document(
         self,
         reference: Annotated[str, Field(description="a result's file, metadata.path, metadata.url, or id (a chunk)")],
-        context: Annotated[int, Field(ge=0, le=50, description="with a chunk id: the chunks before and after it too")] = 1,
+        context: Annotated[int | None, Field(ge=0, le=50, description="with a chunk id: the chunks before and after it "
+                                             "too (default 1)")] = None,
         section: Annotated[str | None, Field(description="of a document: only this section and its subsections (a heading, "
                                              "or a result's heading path)")] = None,
-        max_chars: Annotated[int | None, Field(ge=1, description="of a document: at most this many characters, with the "
-                                               "page's outline")] = None,
+        max_chars: Annotated[int | None, Field(ge=1, description="the whole answer in at most this many characters: the "
+                                               "outline cut to the headings near the text shown, then the text; with a chunk "
+                                               "id, the document's text around that chunk")] = None,
     ) -> str | CallToolResult:
-        """Read what a result points to: the whole document as indexed, one section of it, or one chunk with its
-        neighbours (as get.py)."""
+        """Read what a result points to: the whole document as indexed, one section of it, one chunk with its
+        neighbours, or (a chunk id with max_chars) the document's text around that chunk (as get.py). Cut by max_chars:
+        "truncated", "total_chars", "text_start", "text_end" (the characters shown), "outline_omitted" {"before", "after"}."""
 
         def work():
             stores = self.warm.searcher().refresh()
