@@ -79,14 +79,15 @@ def run_script(name: str, *args) -> dict:
     return json.loads(completed.stdout)
 
 
-def index_corpus(corpus: str, folder: Path, work: Path) -> dict:
-    """The corpus as a local doc source in its own store under `work`, built or refreshed through the product's scripts."""
+def index_corpus(corpus: str, folder: Path, work: Path, glob: str = "**/*.md*") -> dict:
+    """The corpus (its files matching `glob`) as a local doc source in its own store under `work`, built or refreshed
+    through the product's scripts."""
     registry, data = work / corpus / "sources.json", work / corpus / "data"
     if not registry.is_file():
         registry.parent.mkdir(parents=True, exist_ok=True)
         registry.write_text('{"sources": []}\n')
         run_script("add_doc_source.py", "--sources", registry, "--data-dir", data, "--quiet", "--id", corpus, "--name", f"{corpus} docs",
-                   "--type", "local", "--path", folder.resolve(), "--glob", "**/*.md*")
+                   "--type", "local", "--path", folder.resolve(), "--glob", glob)
     started = time.monotonic()
     # --all: the registry holds this corpus alone, and only a run over every source may rebuild the collection
     summary = run_script("index_docs.py", "--sources", registry, "--data-dir", data, "--quiet", "--all")["sources"][0]
