@@ -120,6 +120,33 @@ def test_git_source_end_to_end_and_incremental_by_blob(k0s_repo, tmp_path):
     assert (third["unchanged"], third["embedded"], third["chunks_added"]) == (4, 0, 0)
 
 
+def test_a_page_emptied_in_a_local_or_git_source_loses_its_chunks_and_is_not_reported_again(k0s_repo, tmp_path):
+    """Issue 38: doc sources go through the same reconcile as personal files: a page left with no text is an empty
+    document, whose chunks go; unchanged, it is not read nor reported again."""
+    runbooks = tmp_path / "runbooks"
+    runbooks.mkdir()
+    (runbooks / "failover.md").write_text("# Database failover\n\nPromote the replica with `pg_ctl promote`.\n")
+    (runbooks / "backup.md").write_text(BACKUP)
+    add_source("--id", "runbooks", "--name", "Runbooks", "--type", "local", "--path", runbooks)
+    add_source("--id", "k0s", "--name", "k0s", "--type", "git", "--url", k0s_repo.url, "--path", "docs/", "--glob", "**/*.md")
+    data = tmp_path / "data"
+    assert index_docs(data, "--all").code == 0
+    emptied = {"runbooks/backup.md", "k0s/docs/faq.md"}
+    assert emptied <= set(files_in_store(data, "docs"))
+    (runbooks / "backup.md").write_text("---\ndraft: true\n---\n")
+    k0s_repo.write({"docs/faq.md": ""})
+    k0s_repo.commit("empty the FAQ")
+    first = index_docs(data, "--all")
+    assert first.code == 0, first
+    for summary in first.json["sources"]:
+        assert (summary["status"], summary["empty"], summary["updated"], summary["skipped"]) == ("ok", 1, 0, []), summary
+    assert not emptied & set(files_in_store(data, "docs"))
+    second = index_docs(data, "--all")
+    for summary in second.json["sources"]:
+        assert (summary["empty"], summary["skipped"], summary["chunks_removed"]) == (0, [], 0), summary
+    assert "backup.md" not in second.stderr and "faq.md" not in second.stderr, second.stderr
+
+
 def test_git_files_are_dated_by_their_last_commit_on_the_first_index_and_later(tmp_path):
     """Dates come from each file's last commit, also when an earlier version left a one-commit-deep clone."""
     origin = GitRepo(tmp_path / "dated-origin")

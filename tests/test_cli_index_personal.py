@@ -130,6 +130,30 @@ def test_a_file_that_turns_bad_keeps_its_previous_chunks(state_dir, tmp_path):
     assert files_in_store(data)["memory/decisions.json"] == before
 
 
+def test_files_emptied_by_hand_lose_their_chunks_and_an_unchanged_empty_file_is_not_reported_again(state_dir, tmp_path):
+    """Issue 38, items 1 and 6: a JSON file edited to [], a note emptied or left with front matter only is an empty
+    document: its chunks go, and the next run finds it unchanged instead of skipping it again."""
+    data = tmp_path / "data"
+    assert index(data, state_dir).code == 0
+    emptied = {"memory/decisions.json": "[]\n", "notes/k0s-cluster.md": "", "notes/prometheus-alerting.md": "---\ndraft: true\n---\n"}
+    for name, text in emptied.items():
+        (state_dir / name).write_text(text)
+    (state_dir / "notes" / "newsletter.md").write_text("---\ndraft: true\n---\n")  # empty from the start
+    first = index(data, state_dir)
+    assert first.code == 0, first
+    assert first.json["skipped"] == [] and first.json["empty"] == 4 and first.json["chunks_removed"] > 0, first.json
+    assert (first.json["added"], first.json["updated"], first.json["deleted"]) == (0, 0, 0)
+    assert not set(emptied) & set(files_in_store(data))
+    found = run_script("search.py", "--data-dir", data, "--index", "personal", "--mode", "lexical", "Longhorn persistent volumes")
+    assert "memory/decisions.json" not in [item["file"] for item in found.json["results"]], found.json
+    second = index(data, state_dir)
+    assert second.json["skipped"] == [] and second.json["empty"] == 0, second.json
+    assert second.json["unchanged"] == len(EXAMPLE_FILES) + 1 and not second.json["published"]
+    assert not [name for name in [*emptied, "newsletter.md"] if name in second.stderr], second.stderr
+    document = run_script("get.py", "--data-dir", data, "memory/decisions.json")
+    assert document.code == 0 and (document.json["chunks"], document.json["text"]) == (0, ""), document
+
+
 def test_missing_root_is_a_clear_error(tmp_path):
     result = index(tmp_path / "data", tmp_path / "no-such-folder")
     assert result.code == 6, result

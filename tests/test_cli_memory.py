@@ -241,6 +241,30 @@ def test_update_by_id_needs_yes_keeps_id_and_date_and_is_searchable_at_once(stat
     assert json.loads(open(done.json["backup"]).read()) == json.loads(before)
     found = run_script("search.py", "--index", "personal", "--mode", "lexical", "quokka", env=env).json["results"]
     assert found[0]["metadata"]["record_id"] == "mem_a1b2"
+    old_words = run_script("search.py", "--index", "personal", "--mode", "lexical", "initialized module scope", env=env)
+    assert not [item for item in old_words.json["results"] if "module scope" in item["chunk"]], "the old lesson no longer answers"
+
+
+# Issue 38, item 1: a memory file left with no entries is an empty document, whose chunks go at once.
+
+
+@pytest.mark.parametrize("edit", [("remove", "mem_a1b2", "--yes"), ("clear", "--before", "2026-04-02", "--yes")],
+                         ids=["remove the only entry", "clear the last entries"])
+def test_the_last_entries_removed_answer_no_search_nor_query_and_their_backup_keeps_them(state_dir, env, edit):
+    path = state_dir / "memory" / "memory.json"
+    if edit[0] == "remove":
+        path.write_text(json.dumps(stored_entries(state_dir)[:1]))
+    before = stored_entries(state_dir)
+    assert run_script("index_personal.py", "--quiet", env=env).code == 0
+    done = memory(env, *edit)
+    assert done.code == 0 and done.json["indexed"] is True, done
+    assert stored_entries(state_dir) == [] and json.loads(open(done.json["backup"]).read()) == before
+    found = run_script("search.py", "--index", "personal", "auth mocks initialized inside beforeEach", env=env)
+    assert "memory/memory.json" not in [item["file"] for item in found.json["results"]], found.json
+    recalled = memory(env, "query", "auth mocks initialized inside beforeEach").json["entries"]
+    assert not {entry["id"] for entry in before} & {entry["id"] for entry in recalled}, recalled
+    root = run_script("status.py", env=env).json["personal_roots"][0]
+    assert root["skipped"] == [] and root["empty"] == ["memory/memory.json"], root
 
 
 def one_entry_files(state_dir, count, loop_id="abc123"):

@@ -123,3 +123,15 @@ def test_a_note_that_cannot_be_indexed_is_reported_by_one_search_not_by_every_se
     assert {"file": "notes/scan.md", "reason": "binary file (contains NUL bytes)"} in root["skipped"]
     scan.write_text("# Scan\nThe zeppelin hangar scan, as text now.\n")
     assert search(env, "zeppelin hangar scan").json["results"][0]["file"] == "notes/scan.md"
+
+
+def test_a_file_emptied_since_the_index_is_gone_from_the_next_search_and_not_reported(state_dir, tmp_path):
+    """Issue 38: a JSON file edited to [] is an empty document: the search's freshness step takes its chunks out."""
+    env = index_env(state_dir, tmp_path)
+    query = "Longhorn for persistent volumes"
+    assert search(env, query, "--mode", "lexical").json["results"][0]["file"] == "memory/decisions.json"
+    (state_dir / "memory" / "decisions.json").write_text("[]\n")
+    first = search(env, query, "--mode", "lexical")
+    assert all(r["file"] != "memory/decisions.json" for r in first.json["results"]), first.json
+    assert "stale" not in first.json and first.stderr == "", first
+    assert run_script("status.py", env=env).json["personal_roots"][0]["skipped"] == []

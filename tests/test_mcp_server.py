@@ -241,6 +241,31 @@ def test_memory_tools_refuse_blank_input_add_once_and_remove_or_update_only_when
     assert "ralph-7" not in [entry["id"] for entry in seen["listed"][1]["entries"]]
 
 
+def test_the_only_memory_entry_removed_answers_no_more_query_nor_search(example_data, state_dir, isolated_home):
+    """Issue 38: memory_remove of the only entry empties the memory file, and the next calls no longer find it."""
+    memory_file = state_dir / "memory" / "agent.json"
+    lesson = "Upgrades of the kestrel chart need --atomic so that a failed release rolls back"
+
+    async def steps(client):
+        seen = {"add": await call(client, "memory_add", type="lesson_learned", lesson=lesson)}
+        entry_id = seen["add"][1]["added"]["id"]
+        seen["recalled before"] = await call(client, "memory_query", text="kestrel chart upgrade rolled back")
+        seen["remove"] = await call(client, "memory_remove", ids=[entry_id], confirm=True)
+        seen["recalled"] = await call(client, "memory_query", text="kestrel chart upgrade rolled back")
+        seen["found"] = await call(client, "search", query="kestrel chart upgrade rolled back", index="personal")
+        return entry_id, seen
+
+    entry_id, seen = session(example_data, isolated_home, steps, RAG_SEARCH_PERSONAL_DIRS=str(state_dir),
+                             RAG_SEARCH_MEMORY_FILE=str(memory_file))
+    for name, (failed, answer) in seen.items():
+        assert not failed, (name, answer)
+    assert seen["recalled before"][1]["entries"][0]["id"] == entry_id
+    assert seen["remove"][1]["removed"] == 1 and seen["remove"][1]["indexed"] and json.loads(memory_file.read_text()) == []
+    assert [entry["id"] for entry in json.loads(open(seen["remove"][1]["backup"]).read())] == [entry_id]
+    assert entry_id not in [entry["id"] for entry in seen["recalled"][1]["entries"]], seen["recalled"]
+    assert entry_id not in [item["metadata"].get("record_id") for item in seen["found"][1]["results"]], seen["found"]
+
+
 def test_search_brings_in_a_note_written_since_the_index_like_search_py_unless_no_refresh(state_dir, tmp_path, isolated_home):
     data = tmp_path / "data"
     assert run_script("index_personal.py", "--data-dir", data, state_dir).code == 0

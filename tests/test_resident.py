@@ -414,6 +414,28 @@ def test_fresh_notes_and_index_runs_reach_the_warm_answer(warm, tmp_path):
     same(again, warm.cold("quokka census", "--no-refresh"))
 
 
+def test_a_memory_entry_removed_answers_no_more_warm(warm, tmp_path):
+    """Issue 38: once the only entry of the memory file is removed, neither memory.py query nor search.py answers it,
+    warm as cold."""
+    memory_file = tmp_path / "mine" / "memory" / "memory.json"
+    warm.env.update(RAG_SEARCH_PERSONAL_DIRS=str(tmp_path / "mine"), RAG_SEARCH_MEMORY_FILE=str(memory_file))
+    query = "quokka runner cache volume"
+    added = run_script("memory.py", "add", "--type", "lesson_learned", "--lesson", "The quokka runner needs its cache volume "
+                       "mounted read-write", env=warm.env)
+    assert added.code == 0 and added.json["indexed"], added
+    entry_id = added.json["added"]["id"]
+    before = warm.started()
+    assert run_script("memory.py", "query", query, env=warm.env).json["entries"][0]["id"] == entry_id
+    removed = run_script("memory.py", "remove", entry_id, "--yes", env=warm.env)
+    assert removed.code == 0 and removed.json["indexed"] and json.loads(memory_file.read_text()) == [], removed
+    recalled = run_script("memory.py", "query", query, env=warm.env)
+    assert entry_id not in [entry["id"] for entry in recalled.json["entries"]], recalled.json
+    found = warm.search(query)
+    assert entry_id not in [item["metadata"].get("record_id") for item in found.json["results"]], found.json
+    assert answered_warm(warm, before)
+    same(found, warm.cold(query))
+
+
 def test_status_shows_the_searcher(warm):
     assert run_script("status.py", env=warm.env).json["resident"] is None
     before = warm.started()

@@ -81,3 +81,14 @@ def test_a_stale_report_stays_until_an_index_run(warm, state_dir):
     assert warm.freshen() == first and warm.freshen() == first
     assert run_script("index_personal.py", "--quiet", "--data-dir", warm.settings.data_dir).code == 0
     assert warm.freshen() is None
+
+
+def test_a_file_emptied_is_gone_from_the_next_warm_answer(warm, state_dir):
+    """Issue 38: a JSON file edited to [] (its records all gone) answers no more, warm as cold."""
+    options = SearchOptions(top_k=3, mode="lexical")
+    assert warm.search("Longhorn persistent volumes", options, "personal")[0].hits[0].metadata["file"] == "memory/decisions.json"
+    for _ in range(3):
+        warm.freshen()
+    (state_dir / "memory" / "decisions.json").write_text("[]\n")
+    result, stale = warm.search("Longhorn persistent volumes", options, "personal")
+    assert stale is None and "memory/decisions.json" not in [hit.metadata["file"] for hit in result.hits]

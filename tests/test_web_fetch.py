@@ -242,6 +242,13 @@ def test_html_without_main_content_fails(site, fetcher):
     assert (page.status, page.error) == ("failed", "no main content found")
 
 
+def test_a_text_page_served_empty_fails(site, fetcher):
+    """An empty answer is taken for a broken server, not an emptied page: what was indexed from the page stays."""
+    site.pages["/docs/blank.md"] = Page(" \n", "text/markdown; charset=utf-8")
+    page = fetcher.fetch(site.url + "blank.md")
+    assert (page.status, page.error) == ("failed", "empty page")
+
+
 def test_page_urls_are_absolute_same_host_unique_and_ordered(site, fetcher):
     pages = ["install/", "sync-options/", "./install/", "install/#log-in", "/blog/", "notes.md"]
     off_host = ["http://example.invalid/docs/x/", "https://127.0.0.1/docs/", f"http://127.0.0.1:{site.httpd.server_port + 1}/docs/"]
