@@ -26,6 +26,8 @@ that lists nothing, or less than half of what it had (a sitemap or a docs folder
 gone), is taken for an outage: it fails and keeps its chunks unless --allow-shrink
 (or --full) says so; an incomplete listing (an unreadable sitemap) removes nothing.
 With --all, sources no longer in the registry are removed from the index.
+A page left with no text is indexed as empty (counted as "empty"): its chunks go;
+a web page served empty fails instead, and keeps them.
 
 stdout: one JSON document {"sources": [one summary per source], "removed_sources",
 "failed", "seconds"}. Progress and warnings go to stderr."""

@@ -28,7 +28,12 @@ A root that lists no files, or less than half of what it had, is taken for an
 outage (an unmounted disk): it keeps its chunks and the run exits 9, unless
 --allow-shrink (or --full) says the files were removed on purpose.
 
-stdout: one JSON summary (files seen, added, updated, unchanged, moved, deleted,
+A file left with no text (a memory file whose entries were all removed, a note
+emptied) is indexed as empty: its chunks go, and it counts as "empty", not as added
+or updated. A file that cannot be read or parsed (binary, malformed JSON, too large)
+is skipped, with why, and keeps what was indexed from it.
+
+stdout: one JSON summary (files seen, added, updated, unchanged, moved, deleted, empty,
 skipped with reasons, failed_roots, missing_roots, chunks, seconds); with --forget,
 {"forgotten", "chunks_removed", "roots"}. Progress and warnings go to stderr."""
 

@@ -20,7 +20,7 @@ EPILOG = """output (JSON on stdout, one line unless stdout is a terminal):
                    "published", "size_bytes", "disk_bytes", "age_seconds",
                    "large_files": [{"file", "chunks", "share"}]}},
    "personal_roots": [{"root", "documents", "last_indexed", "last_attempt", "last_error",
-                       "skipped": [{"file", "reason"}], "skipped_count",
+                       "skipped": [{"file", "reason"}], "skipped_count", "empty": [file], "empty_count",
                        "changed_since_index": {"not_indexed", "changed", "gone", "examples"}}],
    "doc_sources": [{"id", "type", "name", "documents", "chunks", "version", "commit",
                     "last_indexed", "last_attempt", "last_error"}]
@@ -34,7 +34,9 @@ EPILOG = """output (JSON on stdout, one line unless stdout is a terminal):
   searches see at most 5 chunks of per retriever.
   Roots are those index runs were given (else the configured ones); files are
   compared by size and mtime, as an index run does. skipped: the first 50 files the
-  runs left out, with why; a file skipped as it is now is no change since the index. The timer's state comes from
+  runs left out, with why; a file skipped as it is now is no change since the index.
+  empty: the first 50 files indexed with no text (a memory file with no entries left,
+  an emptied note): searches find nothing in them. The timer's state comes from
   `systemctl --user`; where no user manager answers it is "unknown". resident: the
   resident searcher that answers search.py, get.py, status.py and memory.py list and
   query warm (scripts/resident.py stops it); status.py itself is answered by it when

@@ -90,7 +90,9 @@ def test_a_note_that_is_only_a_heading_is_never_dropped_silently(tmp_path):
     (root / "empty-json.json").write_text("{}")
     result = run_script("index_personal.py", "--data-dir", tmp_path / "data", root)
     assert result.code == 0, result
-    indexed = files_in_store(tmp_path / "data")
-    reported = {skip["file"].rsplit("/", 1)[-1] for skip in result.json["skipped"]}
+    # No text to index: empty documents (issue 38), counted, named on stderr and by status.py.
+    assert result.json["empty"] == 2 and files_in_store(tmp_path / "data") == {}, result.json
     for name in ("heading-only.md", "empty-json.json"):
-        assert name in indexed or name in reported, name
+        assert f"{name}: no text to index" in result.stderr, name
+    root_status = run_script("status.py", "--data-dir", tmp_path / "data").json["personal_roots"][0]
+    assert root_status["empty"] == ["empty-json.json", "heading-only.md"], root_status

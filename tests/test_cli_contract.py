@@ -382,12 +382,12 @@ def test_status_says_why_files_were_left_out_the_first_50_and_how_many(tmp_path,
     data = tmp_path / "data"
     (state_dir / "notes" / "scan.md").write_bytes(b"%PDF-1.7\x00\x01 a scan saved with the wrong name")
     for number in range(51):
-        (state_dir / "notes" / f"todo-{number:02}.md").write_text("")
+        (state_dir / "notes" / f"todo-{number:02}.md").write_bytes(b"\x00")
     assert run_script("index_personal.py", "--data-dir", data, state_dir).code == 0
     root = run_script("status.py", "--data-dir", data).json["personal_roots"][0]
     assert root["skipped_count"] == 52 and len(root["skipped"]) == 50
     assert root["skipped"][0] == {"file": "notes/scan.md", "reason": "binary file (contains NUL bytes)"}
-    assert root["skipped"][1] == {"file": "notes/todo-00.md", "reason": "empty file"}
+    assert root["skipped"][1] == {"file": "notes/todo-00.md", "reason": "binary file (contains NUL bytes)"}
     # A file skipped as it is now is no change since the index; only the first 50 are remembered (the last two are not).
     assert root["changed_since_index"]["not_indexed"] == 2
     text = run_script("status.py", "--data-dir", data, "--format", "text").stdout

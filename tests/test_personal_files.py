@@ -84,8 +84,6 @@ def test_fifo_is_skipped_without_being_opened(tmp_path):
 @pytest.mark.parametrize(
     "content, reason",
     [
-        (b"", "empty file"),
-        (b"  \n\t\n", "empty file"),
         (b"\x89PNG\r\n\x1a\n\x00\x00binary", "binary file"),
         (bytes(range(128, 256)) * 3, "not valid UTF-8"),  # no encoding reads it as text
         (b"x" * 2000, "larger than"),
@@ -96,6 +94,14 @@ def test_unreadable_content_is_skipped_with_a_reason(tmp_path, content, reason):
     path.write_bytes(content)
     with pytest.raises(SkipFile, match=reason):
         read_text(path, max_bytes=1000)
+
+
+@pytest.mark.parametrize("content", [b"", b"  \n\t\n"])
+def test_an_empty_file_is_read_not_skipped(tmp_path, content):
+    """Issue 38: a file with no text is an empty document (its earlier chunks go), not a file that cannot be read."""
+    path = tmp_path / "f.md"
+    path.write_bytes(content)
+    assert read_text(path, max_bytes=1000) == (content.decode(), None)
 
 
 def test_utf8_with_bom_is_read(tmp_path):

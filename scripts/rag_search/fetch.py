@@ -166,6 +166,8 @@ class WebFetcher:
             anchors = heading_anchors(text)
         else:
             markdown, title = text, None
+            if not markdown.strip():  # a broken server, as far as we can tell: what was indexed from the page stays
+                raise _PageError("empty page")
         return FetchedPage(url, "changed", markdown=markdown, title=title, etag=etag, last_modified=last_modified,
                            date=_http_date(last_modified), anchors=anchors)
 

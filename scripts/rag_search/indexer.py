@@ -3,7 +3,10 @@
 Sources hand the writer whole documents (SourceDocument) to put, and keys to
 keep or remove; the store applies each batch as one operation. A chunk whose
 embedded text is already in the collection reuses that vector, so a renamed
-file or an edited long note costs only its new chunks.
+file or an edited long note costs only its new chunks. A document with no text
+to index (a memory file with no entries left) is put with no chunks: the chunks
+of its earlier version go in the same write, and its catalog row stays, so an
+unchanged empty file is not read again.
 
 Redaction happens here and nowhere else: the text, the catalog's file and every
 field of every chunk's metadata pass through it, so no field a source fills can
@@ -98,6 +101,14 @@ class SourceDocument:
 
 
 @dataclass
+class Queued:
+    """What put() made of a document."""
+
+    warnings: list[str]  # the loader's and the parser's, for the run's log
+    chunks: int  # 0: an empty document (no text to index), whose earlier chunks go
+
+
+@dataclass
 class WriteStats:
     chunks_added: int = 0
     chunks_removed: int = 0
@@ -124,18 +135,18 @@ class IndexWriter:
         self._held_bytes = 0
         self._redactions: dict[str, int] = {}  # by key: what a document counted, replaced when it is redacted again
 
-    def put(self, document: SourceDocument) -> list[str]:
-        """Queue a document for (re)indexing; returns the loader's and the parser's warnings. Raises parsing.ParseError.
+    def put(self, document: SourceDocument) -> Queued:
+        """Queue a document for (re)indexing. Raises parsing.ParseError (a file that does not parse, or over a cap).
 
         Secrets in the text, the file and the source's metadata are redacted first; `content_hash` stays that of the
         raw text.
         """
-        parsed = self._queue(document)
+        queued = self._queue(document)
         if self._pending_chunks >= FLUSH_CHUNKS:
             self.flush()
-        return [*document.warnings, *parsed.warnings]
+        return queued
 
-    def _queue(self, document: SourceDocument) -> parsing.ParsedFile:
+    def _queue(self, document: SourceDocument) -> Queued:
         documented = self._census.documented(document.key) if document.documentation else None
         text, found = secrets.redact_document(document.kind, document.text, document.documentation, documented)
         if document.keep_indexed is not None:
@@ -152,7 +163,7 @@ class IndexWriter:
         self._hold(document)
         self._pending.append((replace(document, file=file, metadata=metadata), chunks, parsed.metadata))
         self._pending_chunks += len(chunks)
-        return parsed
+        return Queued([*document.warnings, *parsed.warnings], len(chunks))
 
     def _hold(self, document: SourceDocument) -> None:
         """Keep documentation that redacted a value shown once, in case a later document shows it too."""
@@ -188,7 +199,8 @@ class IndexWriter:
         return False
 
     def _chunks(self, parsed: parsing.ParsedFile) -> list[Chunk]:
-        """The document's chunks, within the caps that bound a run's time (ParseError beyond them); max_file_bytes bounds memory."""
+        """The document's chunks (none for a document with no text), within the caps that bound a run's time (ParseError
+        beyond them); max_file_bytes bounds memory."""
         pipeline = self.pipeline
         if len(parsed.sections) > pipeline.max_records:
             raise parsing.ParseError(f"{len(parsed.sections)} records, more than the {pipeline.max_records} a file may have "
@@ -197,8 +209,6 @@ class IndexWriter:
         if len(chunks) > pipeline.max_chunks:
             raise parsing.ParseError(f"{len(chunks)} chunks, more than the {pipeline.max_chunks} a document may have "
                                      "(max_chunks_per_document)")
-        if not chunks:
-            raise parsing.ParseError("no text to index")
         return chunks
 
     def keep(self, key: str, identity: str | None, state: dict | None) -> None:

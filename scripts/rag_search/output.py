@@ -196,7 +196,9 @@ def status_text(report: dict) -> str:
         lines.append(f"root {root['root']}: {root['documents']} documents, last indexed {root['last_indexed'] or 'never'}"
                      + (f", last error: {root['last_error']}" if root["last_error"] else "")
                      + (f", {root['skipped_count']} skipped (e.g. {root['skipped'][0]['file']}: {root['skipped'][0]['reason']})"
-                        if root["skipped"] else "") + f"; on disk since: {changed}")
+                        if root["skipped"] else "")
+                     + (f", {root['empty_count']} empty (e.g. {root['empty'][0]})" if root["empty"] else "")
+                     + f"; on disk since: {changed}")
     sources = report["doc_sources"]
     if isinstance(sources, dict):  # the registry cannot be read
         lines.append(f"registry {sources['registry']}: {sources['error']} (hint: {sources['hint']})")

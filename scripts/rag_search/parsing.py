@@ -83,7 +83,10 @@ def kind_of(path: str) -> str | None:
 
 
 def parse(kind: str, text: str, name: str) -> ParsedFile:
-    """Parse `text` of the given kind; `name` (the file name) titles files without one."""
+    """Parse `text` of the given kind; `name` (the file name) titles files without one. Blank text is a file with no
+    sections, whatever its kind (an emptied memory file is no malformed JSON)."""
+    if not text.strip():
+        return ParsedFile([], {"title": name})
     if kind == "markdown":
         from .markdown import parse_markdown  # markdown.py builds on this module's types
 

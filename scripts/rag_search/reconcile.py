@@ -6,6 +6,11 @@ changed documents, keeps unchanged ones, notices moves, removes what is no
 longer listed, and counts it all. Search-time freshness plans with the same
 rules (`plan`).
 
+A document left with no text (a memory file whose entries were all removed, a
+note emptied) is put as an empty document: its chunks go, and unchanged it is
+not read again. Only a document that cannot be read or parsed (binary, bad
+JSON, over a cap) is skipped and keeps what was indexed from it.
+
 A document's identity covers every input of its indexed text and metadata: its
 own (size and mtime, a git blob id), the files it includes (each by its own
 identity now), and the source's context (a git source's version, commit and
@@ -139,15 +144,20 @@ def _unchanged(item: Listed, previous: DocumentRecord | None, listing: Listing) 
     return previous is not None and identity is not None and previous.identity == identity
 
 
+# What a run did with each listed document. empty: put with no text to index (new, or its text gone: its chunks
+# removed); not counted as added or updated. Skipped documents are listed apart.
+COUNTS = ("added", "updated", "unchanged", "moved", "deleted", "empty")
+
+
 @dataclass
 class Report:
     listed: int = 0
-    counts: Counter = field(default_factory=Counter)  # added, updated, unchanged, moved, deleted
+    counts: Counter = field(default_factory=Counter)  # of COUNTS
     skipped: list[dict] = field(default_factory=list)  # {"file", "reason"}, and "identity" if skipped when loaded
     failed: list[dict] = field(default_factory=list)
 
     def summary(self) -> dict:
-        counts = {name: self.counts[name] for name in ("added", "updated", "unchanged", "moved", "deleted")}
+        counts = {name: self.counts[name] for name in COUNTS}
         return {**counts, "skipped": self.shown_skips(), **({"failed_documents": self.failed} if self.failed else {})}
 
     def shown_skips(self) -> list[dict]:
@@ -232,16 +242,24 @@ def _apply(writer: IndexWriter, item: Listed, previous: DocumentRecord | None, l
         report.counts["unchanged"] += 1
         return
     try:
-        for warning in writer.put(loaded):
-            log.warning("%s: %s", item.file, warning)
+        queued = writer.put(loaded)
     except (ParseError, RecursionError) as exc:
         reason = (str(exc) if isinstance(exc, ParseError) else "nested too deeply") + kept
         log.warning("skipped %s: %s", item.file, reason, extra=ROUTINE)
         report.skipped.append({"file": item.file, "reason": reason, "identity": item.identity})
         return
-    report.counts["unchanged" if same else "updated" if previous else "added"] += 1
-    if not previous:
-        added[item.key] = loaded.content_hash
+    for warning in queued.warnings:
+        log.warning("%s: %s", item.file, warning)
+    if same:
+        report.counts["unchanged"] += 1
+    elif not queued.chunks:
+        log.info("%s: no text to index: an empty document%s", item.file,
+                 "; its earlier chunks are removed" if previous and previous.chunk_count else "")
+        report.counts["empty"] += 1
+    else:
+        report.counts["updated" if previous else "added"] += 1
+        if not previous:
+            added[item.key] = loaded.content_hash
 
 
 def _moves(added: dict[str, str], gone_hashes: list[str]) -> int:

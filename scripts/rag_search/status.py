@@ -3,8 +3,10 @@
 Per collection: documents, chunks, the published generation, its age and size,
 and the files holding more than a quarter of its chunks (a transcript, a log).
 Per personal root: the last attempt, its error, the last success, the files its
-runs skipped and why, and the files that changed on disk since (by size and
-mtime, as an index run sees them; a file skipped as it is now is no change). Per
+runs skipped and why, the files indexed with no text (an emptied memory file:
+searches find nothing in them), and the files that changed on disk since (by
+size and mtime, as an index run sees them; a file skipped as it is now is no
+change). Per
 doc source: the same from the registry, with the commit or version and the
 page counts. And the daily timer. Stale is not an error: status always exits 0
 when it can read what there is; a registry that cannot be read is reported in
@@ -20,7 +22,7 @@ from .errors import ConfigError
 from .generations import INDEX_COMMANDS
 from .reconcile import plan
 from .sources.files import folder_listing, walk_root
-from .sources.personal import SOURCE_ID, recorded_runs, skipped_identities
+from .sources.personal import MAX_SKIPPED, SOURCE_ID, recorded_runs, skipped_identities
 from .store import COLLECTIONS, Store
 from .timer import timer_state
 
@@ -66,10 +68,16 @@ def _roots(settings: Settings, store: Store | None) -> list[dict]:
         run = runs.get(root, {})
         entry = {"root": root, "documents": len(known), **{key: run.get(key) for key in ("last_indexed", "last_attempt", "last_error")},
                  "skipped": [{"file": skip["file"], "reason": skip["reason"]} for skip in run.get("skipped", [])],
-                 "skipped_count": run.get("skipped_count", 0)}
+                 "skipped_count": run.get("skipped_count", 0), **_empty(known)}
         entry["changed_since_index"] = _changes(Path(root), known, settings, skipped_identities(runs, root)[0])
         report.append(entry)
     return report
+
+
+def _empty(known: dict) -> dict:
+    """The root's documents indexed with no text to index (the first MAX_SKIPPED, by name), and how many."""
+    empty = sorted(record.file for record in known.values() if not record.chunk_count)
+    return {"empty": empty[:MAX_SKIPPED], "empty_count": len(empty)}
 
 
 def _changes(root: Path, known: dict, settings: Settings, skipped: dict[str, str]) -> dict | str:

@@ -167,7 +167,7 @@ def read_text(path: Path, max_bytes: int) -> tuple[str, str | None]:
 
 def decode_text(data: bytes, max_bytes: int) -> tuple[str, str | None]:
     """Bytes of a text file as text and the encoding they were read in (None: UTF-8), or SkipFile: too large, binary,
-    in no encoding we can tell, or empty."""
+    or in no encoding we can tell. An empty file is read: it is an empty document (reconcile.py)."""
     if len(data) > max_bytes:
         raise SkipFile(_too_large(max_bytes))
     try:
@@ -176,8 +176,6 @@ def decode_text(data: bytes, max_bytes: int) -> tuple[str, str | None]:
         text, encoding = _other_encoding(data, exc.start)
     if "\0" in text:
         raise SkipFile("binary file (contains NUL bytes)")
-    if not text.strip():
-        raise SkipFile("empty file")
     return text, encoding
 
 

@@ -24,7 +24,7 @@ from ..config import Settings
 from ..errors import ConfigError, RagSearchError, SourceFailed
 from ..indexer import IndexWriter, Pipeline
 from ..locking import exclusive_lock
-from ..reconcile import reconcile
+from ..reconcile import COUNTS, reconcile
 from ..records import IndexedFiles
 from ..store import Store
 from .files import FileEntry, WalkResult, folder_listing, relative_name, walk_root
@@ -33,7 +33,6 @@ log = logging.getLogger("rag_search")
 
 COLLECTION = "personal"
 SOURCE_ID = "personal"
-COUNTS = ("added", "updated", "unchanged", "moved", "deleted")
 RUNS_FILE = "roots.json"  # in <data dir>/personal/: each root's last attempt, success, error and skipped files, for status
 MAX_SKIPPED = 50  # skipped files kept per root (with their count)
 
