@@ -159,6 +159,8 @@ def test_git_files_are_dated_by_their_last_commit_on_the_first_index_and_later(t
     data = tmp_path / "data"
     clone = data / "sources" / "dated" / "repo"  # what earlier versions made: one commit deep, no blobs
     clone.parent.mkdir(parents=True)
+    (data / ".rag-search").write_text(json.dumps({"made_by": "rag-search"}))  # in a data dir of ours
+    (clone.parent / ".rag-search-source").write_text("dated\n")
     GitRepo(clone).git("fetch", "-q", "--depth", "1", "--filter=blob:none", origin.url, "main")
     add_source("--id", "dated", "--name", "Dated", "--type", "git", "--url", origin.url, "--path", "docs")
 

@@ -2,6 +2,9 @@
 
 import json
 import shutil
+from pathlib import Path
+
+import pytest
 
 from conftest import add_source, index_docs, run_script
 from gitrepo import GitRepo
@@ -22,18 +25,41 @@ def test_a_folder_with_other_content_is_refused_and_left_as_it_was(state_dir, tm
     assert index_docs(data, "--all").code == 6
 
 
-def test_a_data_dir_of_an_earlier_version_is_adopted(example_data, state_dir):
-    marker = example_data / ".rag-search"
-    assert marker.is_file(), "a new data dir is marked as ours"
-    marker.unlink()
-    (example_data / "generations" / "g000001").mkdir(parents=True)  # the single-generation layout of early versions
-    (example_data / "generations" / "g000001" / "generation.json").write_text("{}\n")
-    (example_data / "CURRENT").write_text("g000001\n")
+def contents(folder: Path) -> dict[str, bytes | None]:
+    """Every path under `folder` with its bytes (None for a folder), to see that nothing in it changed."""
+    return {str(path.relative_to(folder)): None if path.is_dir() else path.read_bytes() for path in folder.rglob("*")}
+
+
+# Another tool's files that carry the names rag-search used before its marker (issue 38): names prove nothing.
+FOREIGN_LAYOUTS = {
+    "chroma index": {"index/chroma.sqlite3": b"SQLite format 3\x00 another tool's vectors"},
+    "generations": {"generations/g000001/chroma/chroma.sqlite3": b"SQLite format 3\x00", "generations/g000001/notes.md": b"mine\n"},
+    "CURRENT and write.lock": {"CURRENT": b"g000001\n", "write.lock": b""},
+}
+
+
+@pytest.mark.parametrize("layout", FOREIGN_LAYOUTS.values(), ids=FOREIGN_LAYOUTS.keys())
+def test_a_folder_with_names_rag_search_once_used_is_refused_and_left_as_it_was(layout, state_dir, tmp_path):
+    data = tmp_path / "theirs"
+    for name, content in layout.items():
+        (data / name).parent.mkdir(parents=True, exist_ok=True)
+        (data / name).write_bytes(content)
+    before = contents(data)
+
+    for result in (run_script("index_personal.py", "--data-dir", data, state_dir), index_docs(data, "--all")):
+        assert result.code == 6, result
+        assert str(data) in result.stderr and "not a rag-search data folder" in result.stderr
+    assert contents(data) == before
+
+
+def test_a_data_dir_of_a_version_before_the_marker_is_refused_with_what_to_do(example_data, state_dir):
+    (example_data / ".rag-search").unlink()  # what versions before the marker left: the collections, no marker
+    before = contents(example_data)
 
     result = run_script("index_personal.py", "--data-dir", example_data, state_dir)
-    assert result.code == 0, result
-    assert marker.is_file()
-    assert not (example_data / "generations").exists() and not (example_data / "CURRENT").exists()
+    assert result.code == 6, result
+    assert "move it away" in result.json["error"]["hint"] and "index_docs.py --all" in result.json["error"]["hint"]
+    assert contents(example_data) == before
 
 
 def test_only_source_folders_we_made_are_pruned(tmp_path, isolated_home):
@@ -48,6 +74,10 @@ def test_only_source_folders_we_made_are_pruned(tmp_path, isolated_home):
     theirs = data / "sources" / "someone-elses"
     theirs.mkdir(parents=True)
     (theirs / "keep.txt").write_text("not made by rag-search\n")
+    for name in ("a-clone/repo/.git/HEAD", "some-pages/pages/0123-4567.md"):  # the names earlier versions used, no marker
+        (data / "sources" / name).parent.mkdir(parents=True)
+        (data / "sources" / name).write_text("not made by rag-search\n")
+    before = contents(data / "sources")
     registry = isolated_home / "sources.json"
     registry.write_text(json.dumps({"sources": []}))  # alpha unregistered by hand: --all prunes it
 
@@ -55,7 +85,22 @@ def test_only_source_folders_we_made_are_pruned(tmp_path, isolated_home):
     assert pruned.code == 0, pruned
     assert pruned.json["removed_sources"] == ["alpha"]
     assert not ours.exists()
-    assert (theirs / "keep.txt").read_text() == "not made by rag-search\n"
+    assert contents(data / "sources") == {name: content for name, content in before.items() if not name.startswith("alpha")}
+
+
+def test_a_folder_we_did_not_make_where_a_source_would_keep_its_clone_fails_that_source_untouched(example_data, tmp_path):
+    repo = GitRepo(tmp_path / "origin")
+    repo.write({"docs/a.md": "# A\n\nThe alpha page.\n"})
+    repo.commit("docs")
+    add_source("--id", "mine", "--name", "Mine", "--type", "git", "--url", repo.url, "--path", "docs/")
+    theirs = example_data / "sources" / "mine"
+    theirs.mkdir(parents=True)
+    (theirs / "notes.txt").write_text("the user's own file\n")
+
+    result = index_docs(example_data, "--source", "mine")
+    assert result.code == 9, result
+    assert f"{theirs} was not made by rag-search" in result.json["sources"][0]["error"]
+    assert contents(theirs) == {"notes.txt": b"the user's own file\n"}
 
 
 def test_a_data_dir_whose_path_holds_uri_characters_can_be_read(state_dir, tmp_path):

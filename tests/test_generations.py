@@ -246,18 +246,6 @@ def test_searches_answer_on_a_full_disk(state_dir, small_disk):
         assert [r["file"] for r in found.json["results"]] == [r["file"] for r in before.json["results"]]
 
 
-def test_the_single_generation_layout_of_earlier_versions_is_removed(state_dir, tmp_path):
-    data = tmp_path / "data"
-    (data / "generations" / "g000007" / "chroma").mkdir(parents=True)
-    (data / "CURRENT").write_text("g000007\n")
-    (data / "write.lock").write_text("")
-    result = index(data, state_dir)
-    assert result.code == 0, result
-    assert "earlier rag-search version" in result.stderr
-    assert not (data / "generations").exists() and not (data / "CURRENT").exists()
-    assert current(data) == "g000001"
-
-
 def test_a_sqlite_file_copied_while_another_process_writes_it_is_a_committed_state(tmp_path):
     """Searches write ChromaDB's SQLite file as they open it; a generation copied meanwhile must still be consistent.
 

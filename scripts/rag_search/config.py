@@ -6,6 +6,7 @@ environment variable, which beats the config file, which beats the default.
 
 import json
 import os
+import stat
 from pathlib import Path
 from typing import NamedTuple
 
@@ -149,6 +150,17 @@ def _data_dir_graph(data_dir: Path) -> str:
         return "int8"
     graph = marker.get("embedding") if isinstance(marker, dict) else None
     return graph if graph in EMBEDDINGS else "int8"
+
+
+def is_ours(data_dir: Path) -> bool:
+    """Whether the data dir carries our marker: a file (not a link) that says rag-search made it (datadir.py writes it
+    into a new or empty folder). Only then does anything write there."""
+    marker = data_dir / DATA_DIR_MARKER
+    try:
+        content = json.loads(marker.read_text(encoding="utf-8")) if stat.S_ISREG(marker.lstat().st_mode) else None
+    except (OSError, ValueError):
+        return False
+    return isinstance(content, dict) and content.get("made_by") == "rag-search"
 
 
 def graph_for_cpu(cpuinfo: str | None) -> str:

@@ -74,13 +74,13 @@ def _index_one(store: Store, pipeline: Pipeline, spec: SourceSpec, settings: Set
 
 
 def _listing(spec: SourceSpec, settings: Settings, store: Store, fetcher: WebFetcher) -> Listing:
-    if isinstance(spec, GitSource):
-        return git_listing(spec, DataDir(settings.data_dir).source_folder(spec.id), settings.max_file_bytes,
-                           store.source_state(spec.id))
-    if isinstance(spec, WebSource):
-        return web_listing(spec, fetcher, settings.data_dir)
     if isinstance(spec, LocalSource):
         return local_listing(spec, settings)
+    folder = DataDir(settings.data_dir).source_folder(spec.id)  # ours, or the source fails before anything is written
+    if isinstance(spec, GitSource):
+        return git_listing(spec, folder, settings.max_file_bytes, store.source_state(spec.id))
+    if isinstance(spec, WebSource):
+        return web_listing(spec, fetcher, settings.data_dir)
     raise TypeError(f"unknown source spec {spec!r}")
 
 

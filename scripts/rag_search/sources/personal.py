@@ -20,7 +20,7 @@ from pathlib import Path
 
 from .. import dates
 from ..atomic import write_atomically
-from ..config import Settings
+from ..config import Settings, is_ours
 from ..errors import ConfigError, RagSearchError, SourceFailed
 from ..indexer import IndexWriter, Pipeline
 from ..locking import exclusive_lock
@@ -259,6 +259,8 @@ def forget_runs(data_dir: Path, roots: list[Path]) -> None:
 def _update_runs(data_dir: Path, change: Callable[[dict], None], failure: str) -> None:
     """Apply `change` to the recorded runs under their lock, and write them if it changed them; failing is a warning."""
     path = data_dir / COLLECTION / RUNS_FILE
+    if not is_ours(data_dir):
+        return  # a run refused the folder, or has not marked it yet: nothing is written there
     try:
         with exclusive_lock(path.with_name(f".{RUNS_FILE}.lock")):
             runs = recorded_runs(data_dir)
