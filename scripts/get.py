@@ -13,7 +13,8 @@ from rag_search import cli  # noqa: E402
 EXIT_CODES = (0, 1, 2, 3, 6, 7)
 MEANINGS = {2: "bad command line (also --section with a chunk id, --context with --max-chars), or FILE_OR_ID names no "
                 "indexed document or chunk (or several documents)",
-            6: "bad input: the config file", 7: "store cannot be opened (damaged: the message names the rebuild)"}
+            6: "bad input: the config file, or a data dir another user owns or can write",
+            7: "store cannot be opened (damaged: the message names the rebuild)"}
 
 EPILOG = """what to pass: a result's "file" (notes/argocd-setup.md), its metadata.path or
 metadata.url, or its "id" (a chunk).

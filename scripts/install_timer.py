@@ -44,8 +44,9 @@ stdout: one JSON document: "action", "dry_run", "unit_dir", "written",
   "unchanged", "removed", "environment", "systemctl" ("ran", "unavailable" or
   "skipped (dry run)"), "next_steps", "warnings"; with --dry-run also "units"
   (the rendered texts), and the lists say what would be written or removed.
-  Exit 6: a path that cannot be put into a unit file; exit 7: the unit folder
-  cannot be written, or systemctl failed. See references/timer.md."""
+  Exit 6: a path that cannot be put into a unit file, or a data dir another
+  user owns or can write; exit 7: the unit folder cannot be written, or
+  systemctl failed. See references/timer.md."""
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -11,7 +11,7 @@ use_project_venv()
 from rag_search import cli, logs  # noqa: E402
 
 EXIT_CODES = (0, 1, 2, 5, 6)
-MEANINGS = {0: "the client closed the connection", 6: "bad input: the config file"}
+MEANINGS = {0: "the client closed the connection", 6: "bad input: the config file, or a data dir another user owns or can write"}
 
 EPILOG = """Speaks MCP over stdin/stdout; stderr is its log. Set it up for Claude Code with
   claude mcp add rag-search -- ~/.claude/skills/rag-search/scripts/mcp_server.py

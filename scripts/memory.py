@@ -16,7 +16,8 @@ from rag_search.errors import EXIT_CONFIG  # noqa: E402
 EXIT_CODES = (0, 1, 2, 3, 4, 5, 6, 7)
 MEANINGS = {2: "bad command line: also a blank lesson or type, an empty --type or --tag, an unknown id, an --id taken by another entry",
             3: "query: the personal index has not been built yet",
-            6: "the memory file is missing or not a memory file, or remove, update or clear without --yes (nothing was changed)"}
+            6: "the memory file is missing or not a memory file, or remove, update or clear without --yes (nothing was changed); "
+               "a data dir another user owns or can write"}
 
 EPILOG = """subcommands:
   list    entries of the memory file and of any other indexed memory file, newest first

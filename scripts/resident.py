@@ -16,7 +16,7 @@ use_project_venv()
 from rag_search import cli, logs  # noqa: E402
 
 EXIT_CODES = (0, 1, 2, 6)
-MEANINGS = {0: "success (also when no searcher runs)", 6: "bad input: the config file"}
+MEANINGS = {0: "success (also when no searcher runs)", 6: "bad input: the config file, or a data dir another user owns or can write"}
 
 EPILOG = """output (JSON on stdout):
   status: {"resident": {"pid", "since", "rss_bytes", "answers"} or null}

@@ -13,7 +13,8 @@ from rag_search import cli  # noqa: E402
 EXIT_CODES = (0, 1, 2, 3, 4, 5, 6, 7)
 MEANINGS = {0: "success (an empty result list is success)",
             2: "bad command line: a bad flag or value (an empty --source, --type or --tag), an empty query, an unknown --source id",
-            6: "bad input: the config file", 7: "store cannot be opened (damaged: the message names the rebuild)"}
+            6: "bad input: the config file, or a data dir another user owns or can write",
+            7: "store cannot be opened (damaged: the message names the rebuild)"}
 
 EPILOG = """output (JSON on stdout, one line unless stdout is a terminal):
   {"query", "results": [{"rank", "score", "source", "file", "id", "chunk", "metadata"}],

@@ -12,7 +12,8 @@ from rag_search import cli  # noqa: E402
 
 EXIT_CODES = (0, 1, 2, 6, 7)
 MEANINGS = {0: "success, however stale the indexes are, and with a registry it cannot read (see doc_sources)",
-            6: "bad input: the config file", 7: "store cannot be opened (damaged: the message names the rebuild)"}
+            6: "bad input: the config file, or a data dir another user owns or can write",
+            7: "store cannot be opened (damaged: the message names the rebuild)"}
 
 EPILOG = """output (JSON on stdout, one line unless stdout is a terminal):
   {"data_dir",

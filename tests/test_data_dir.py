@@ -1,6 +1,7 @@
 """The data dir is ours alone: a run refuses a folder it did not make, and deletes only what it made (issue 23, finding 3)."""
 
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -59,6 +60,29 @@ def test_a_data_dir_of_a_version_before_the_marker_is_refused_with_what_to_do(ex
     result = run_script("index_personal.py", "--data-dir", example_data, state_dir)
     assert result.code == 6, result
     assert "move it away" in result.json["error"]["hint"] and "index_docs.py --all" in result.json["error"]["hint"]
+    assert contents(example_data) == before
+
+
+LOOSENED = {
+    "writable by others": (lambda data: os.chmod(data, 0o777), "can be written by other users", "chmod 700"),
+    "another owner": (lambda data: os.chown(data, 65534, 65534), "belongs to another user (uid 65534)", "a folder of your own"),
+}
+
+
+@pytest.mark.parametrize("loosen, message, hint", LOOSENED.values(), ids=LOOSENED.keys())
+def test_a_data_dir_others_can_write_is_refused_by_readers_and_writers(loosen, message, hint, example_data, state_dir):
+    """Another uid that can write the data dir could plant a link at resident/log or files where a run deletes."""
+    if loosen is LOOSENED["another owner"][0] and os.geteuid() != 0:
+        pytest.skip("needs root to give the folder to another uid")
+    loosen(example_data)
+    before = contents(example_data)
+
+    for result in (run_script("search.py", "--data-dir", example_data, "caching decision"),
+                   run_script("status.py", "--data-dir", example_data),
+                   run_script("index_personal.py", "--data-dir", example_data, state_dir)):
+        assert result.code == 6, result
+        assert f"the data folder {example_data} {message}" in result.stderr
+        assert hint in result.json["error"]["hint"]
     assert contents(example_data) == before
 
 

@@ -115,6 +115,7 @@ def load_settings(
     personal, origin = _personal_roots(list(roots), env.get("RAG_SEARCH_PERSONAL_DIRS", ""), file, config_file)
     memory = first(memory_file, "RAG_SEARCH_MEMORY_FILE", "memory_file")
     folder = expand(first(data_dir, "RAG_SEARCH_HOME", "data_dir") or DEFAULT_DATA_DIR)
+    check_private(folder)
     return Settings(
         data_dir=folder,
         server=chroma_server(first(chroma_url, "RAG_SEARCH_CHROMA_URL", "chroma_url"), env.get("RAG_SEARCH_CHROMA_HEADERS", "")),
@@ -136,6 +137,26 @@ def load_settings(
         warnings=tuple(f"config file {config_file}: unknown key {key!r} ignored" for key in sorted(set(file) - KNOWN_KEYS)),
         **{key: file.get(key, default) for key, default in LIMITS.items()},
     )
+
+
+def check_private(data_dir: Path) -> None:
+    """Refuse a data dir that another user owns or can write: their link at resident/log, or their files where an index
+    run deletes, would make this user's commands write or delete what they point at. Every command, searches too (they
+    write resident/log and .notes-said there), checks it here; a new data dir is made 0700 (datadir.py)."""
+    try:
+        found = os.stat(data_dir)
+    except OSError:
+        return  # none yet, or unreachable: the command that needs it says so
+    if not stat.S_ISDIR(found.st_mode):
+        return
+    if found.st_uid != os.geteuid():
+        raise ConfigError(f"the data folder {data_dir} belongs to another user (uid {found.st_uid}); nothing in it was used",
+                          hint="choose a folder of your own with --data-dir or RAG_SEARCH_HOME")
+    if found.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        import shlex  # here: only this error needs it
+
+        raise ConfigError(f"the data folder {data_dir} can be written by other users (mode {stat.filemode(found.st_mode)}); "
+                          "nothing in it was used", hint=f"make it yours alone: chmod 700 {shlex.quote(str(data_dir))}")
 
 
 def _data_dir_graph(data_dir: Path) -> str:

