@@ -3,11 +3,14 @@
 import json
 import os
 import shutil
+import signal
+import stat
+import tempfile
 from pathlib import Path
 
 import pytest
 
-from conftest import add_source, index_docs, run_script
+from conftest import add_source, index_docs, resident_searchers, run_script
 from gitrepo import GitRepo
 
 
@@ -84,6 +87,49 @@ def test_a_data_dir_others_can_write_is_refused_by_readers_and_writers(loosen, m
         assert f"the data folder {example_data} {message}" in result.stderr
         assert hint in result.json["error"]["hint"]
     assert contents(example_data) == before
+
+
+def outside(tmp_path: Path, name: str) -> Path:
+    """A file of the user's outside the data dir, which a link planted in it points at (not made yet)."""
+    (tmp_path / "outside").mkdir(exist_ok=True)
+    return tmp_path / "outside" / name
+
+
+def test_links_planted_where_a_search_writes_are_not_followed(example_data, tmp_path):
+    """resident/log is appended to and chmodded by the search that starts a resident searcher; .notes-said remembers
+    the note that the docs index is not built."""
+    targets = {"resident/log": outside(tmp_path, "log-target"), ".notes-said": outside(tmp_path, "said-target")}
+    (example_data / "resident").mkdir(mode=0o700, exist_ok=True)
+    for name, target in targets.items():
+        target.write_text("the user's own file\n")
+        target.chmod(0o644)
+        (example_data / name).symlink_to(target)
+    runtime = Path(tempfile.mkdtemp(prefix="rs", dir="/tmp"))  # short: a socket path has at most 107 bytes
+    env = {"RAG_SEARCH_RESIDENT": "1", "XDG_RUNTIME_DIR": str(runtime)}
+    try:
+        result = run_script("search.py", "--data-dir", example_data, "caching decision", env=env)
+        assert result.code == 0, result
+        assert "docs index has not been built yet" in result.stderr
+    finally:
+        run_script("resident.py", "--data-dir", example_data, "stop", env=env)
+        for pid in resident_searchers(example_data.parent):
+            os.kill(pid, signal.SIGKILL)
+        shutil.rmtree(runtime, ignore_errors=True)
+    for target in targets.values():
+        assert (target.read_text(), stat.S_IMODE(target.stat().st_mode)) == ("the user's own file\n", 0o644)
+
+
+def test_links_planted_where_an_index_run_locks_are_not_followed(example_data, state_dir, tmp_path):
+    """Dangling links: following one would make the file it names."""
+    targets = {name: outside(tmp_path, name) for name in ("write.lock", ".roots.json.lock")}
+    for name, target in targets.items():
+        (example_data / "personal" / name).unlink(missing_ok=True)
+        (example_data / "personal" / name).symlink_to(target)
+
+    result = run_script("index_personal.py", "--data-dir", example_data, state_dir)
+    assert result.code == 7, result
+    assert f"{example_data / 'personal' / 'write.lock'} is a symbolic link: not followed" in result.stderr
+    assert not any(target.exists() for target in targets.values())
 
 
 def test_only_source_folders_we_made_are_pruned(tmp_path, isolated_home):

@@ -51,6 +51,7 @@ from . import dates
 from .atomic import fsync_tree, write_atomically
 from .datadir import same_file, sqlite_uri
 from .errors import IndexBusy, IndexNotBuilt, StoreError
+from .private_files import open_private
 
 log = logging.getLogger("rag_search")
 
@@ -335,7 +336,7 @@ def copy_sqlite(source: Path, target: Path) -> None:
 
 def _acquire_write_lock(root: Path, wait_seconds: float) -> int:
     """Take write.lock, waiting up to wait_seconds; raise IndexBusy naming the holder if it stays taken."""
-    fd = os.open(root / WRITE_LOCK, os.O_RDWR | os.O_CREAT, 0o600)
+    fd = open_private(root / WRITE_LOCK, os.O_RDWR | os.O_CREAT)
     deadline = time.monotonic() + wait_seconds
     while True:
         try:

@@ -34,6 +34,7 @@ from pathlib import Path
 
 from .config import DATA_DIR_MARKER, SKILL_DIR, Settings
 from .errors import EXIT_FAILURE, STOPPED_EXITS
+from .private_files import open_private
 
 PROTOCOL = 1
 FOLDER = "resident"  # in the data dir: the lock, the log, and the socket when there is no $XDG_RUNTIME_DIR
@@ -48,6 +49,7 @@ STOP_SECONDS = 10.0  # how long stop() waits for the searcher to exit
 MAX_REQUEST = 1 << 20  # a request bigger than this is refused
 MAX_ANSWER = 64 << 20  # an answer bigger than this is answered cold (--top-k 100 --verbose is a few hundred KB)
 LOG_BYTES = 1 << 20  # the searcher's log is rotated (one old copy) past this size
+LOG_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_APPEND
 _CREDENTIALS = struct.Struct("3i")  # SO_PEERCRED: pid, uid, gid
 
 
@@ -179,8 +181,8 @@ def _kill(pid: int, settings: Settings, why: str) -> None:
 
 
 def _log(settings: Settings, line: str) -> None:
-    """A line in the searcher's log, from a client."""
-    with contextlib.suppress(OSError), open(folder(settings) / "log", "a", encoding="utf-8") as log:
+    """A line in the searcher's log, from a client (never through a link planted at its path)."""
+    with contextlib.suppress(OSError), open(open_private(folder(settings) / "log", LOG_FLAGS), "a", encoding="utf-8") as log:
         log.write(line + "\n")
 
 
@@ -193,7 +195,7 @@ def start(settings: Settings, replacing: bool = False) -> None:
         return
     log_path = own / "log"
     with contextlib.suppress(FileNotFoundError):
-        if log_path.stat().st_size > LOG_BYTES:
+        if log_path.lstat().st_size > LOG_BYTES:
             log_path.replace(own / "log.1")
     try:
         check_socket_folder(socket_path(settings))
@@ -205,8 +207,8 @@ def start(settings: Settings, replacing: bool = False) -> None:
     # What this client's flags chose goes on the searcher's stdin, never on its command line (a process list shows that).
     handover = {"identity": identity(settings), "data_dir": str(settings.data_dir),
                 "chroma_url": settings.server.url if settings.server is not None else None}
-    with open(log_path, "a", encoding="utf-8") as log:
-        os.chmod(log_path, 0o600)
+    with open(open_private(log_path, LOG_FLAGS), "a", encoding="utf-8") as log:
+        os.fchmod(log.fileno(), 0o600)
         process = subprocess.Popen([sys.executable, str(SKILL_DIR / "scripts" / "resident.py"), "serve"], stdin=subprocess.PIPE,
                                    stdout=subprocess.DEVNULL, stderr=log, cwd="/", start_new_session=True, close_fds=True)
     with process.stdin:
@@ -216,7 +218,7 @@ def start(settings: Settings, replacing: bool = False) -> None:
 def held(lock: Path) -> bool:
     """Whether a searcher holds (or is starting with) this lock."""
     try:
-        fd = os.open(lock, os.O_RDONLY)
+        fd = open_private(lock, os.O_RDONLY)
     except OSError:
         return False
     try:

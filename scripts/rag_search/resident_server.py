@@ -31,6 +31,7 @@ from . import answers, cli, dates, logs
 from .config import Settings
 from .datadir import same_file
 from .errors import EXIT_FAILURE, STOPPED_EXITS, RagSearchError
+from .private_files import open_private
 from .resident import (
     HEARTBEAT_SECONDS,
     KEEP_ALIVE,
@@ -259,7 +260,7 @@ def _is_option(name: str) -> bool:
 def _take_lock(path: Path) -> int | None:
     """The searcher's lock on its data dir, waiting a little for one that is going away; None if another keeps it."""
     path.parent.mkdir(mode=0o700, exist_ok=True)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    fd = open_private(path, os.O_RDWR | os.O_CREAT)
     deadline = time.monotonic() + LOCK_WAIT_SECONDS
     while True:
         try:

@@ -14,16 +14,17 @@ mode's ranking, which in hybrid mode is the fused one.
 """
 
 import contextlib
+import os
 from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from . import lexical, ranking
-from .config import Settings
-from .datadir import MARKER
+from .config import Settings, is_ours
 from .embedding import find_model, query_embedder
 from .errors import IndexNotBuilt, UsageError
 from .parsing import normalize_tag
+from .private_files import open_private
 from .records import Filters, Hit
 from .store import COLLECTIONS, INDEX_COMMANDS, Store, fingerprint, nothing_built
 
@@ -112,17 +113,14 @@ def first_time(settings: Settings, note: str) -> bool:
     "The docs index has not been built yet" is worth saying once, not on every search of someone who uses only
     the personal index.
     """
-    said = settings.data_dir / NOTES_SAID
-    if not (settings.data_dir / MARKER).is_file():
+    if not is_ours(settings.data_dir):
         return True  # not a data dir of ours (yet): nothing is written there
-    try:
-        if note in said.read_text(encoding="utf-8").splitlines():
-            return False
-    except (OSError, UnicodeDecodeError):
-        pass
     with contextlib.suppress(OSError):
-        with open(said, "a", encoding="utf-8") as out:
-            out.write(" ".join(note.split()) + "\n")
+        flags = os.O_RDWR | os.O_CREAT | os.O_APPEND
+        with open(open_private(settings.data_dir / NOTES_SAID, flags), "r+", encoding="utf-8", errors="replace") as said:
+            if note in said.read().splitlines():
+                return False
+            said.write(" ".join(note.split()) + "\n")
     return True
 
 

@@ -38,6 +38,7 @@ from .datadir import DataDir, make_private_dir
 from .errors import FingerprintMismatch, IndexNotBuilt, IndexWriteError, StoreError, one_line
 from .generations import INDEX_COMMANDS
 from .locking import exclusive_lock
+from .private_files import open_private
 from .records import ChunkRecord, DocumentRecord
 from .vectors import VectorIndex, page_vector
 
@@ -70,7 +71,7 @@ class ServerJournal:
     def record(self, ids: list[str]) -> None:
         if not ids:
             return
-        with open(self.path, "a", encoding="utf-8") as journal:
+        with open(open_private(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND), "a", encoding="utf-8") as journal:
             journal.write(json.dumps({"server": self.server_url, "collection": self.collection, "ids": ids}) + "\n")
             journal.flush()
             os.fsync(journal.fileno())
