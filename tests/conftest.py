@@ -158,6 +158,13 @@ vectors.close()
 """
 
 
+def marked_data_dir(path: Path) -> Path:
+    """A new data dir as the first index run leaves it before anything else is in it: 0700, with rag-search's marker."""
+    path.mkdir(mode=0o700, parents=True)
+    (path / ".rag-search").write_text(json.dumps({"made_by": "rag-search"}) + "\n")
+    return path
+
+
 def published_folder(data: Path, collection: str) -> Path:
     root = data / collection
     return root / "generations" / (root / "CURRENT").read_text().strip()

@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-from conftest import add_source, files_in_store, index_docs, run_script, store_contents
+from conftest import add_source, files_in_store, index_docs, marked_data_dir, run_script, store_contents
 from gitrepo import GitRepo
 from webserver import DocsSite, Page, html_page
 
@@ -157,9 +157,8 @@ def test_git_files_are_dated_by_their_last_commit_on_the_first_index_and_later(t
     origin.write({"README.md": "# Project\n\noutside the docs folder"})
     origin.commit("readme", date="2023-03-01T10:00:00Z")
     data = tmp_path / "data"
-    clone = data / "sources" / "dated" / "repo"  # what earlier versions made: one commit deep, no blobs
+    clone = marked_data_dir(data) / "sources" / "dated" / "repo"  # what earlier versions made: one commit deep, no blobs
     clone.parent.mkdir(parents=True)
-    (data / ".rag-search").write_text(json.dumps({"made_by": "rag-search"}))  # in a data dir of ours
     (clone.parent / ".rag-search-source").write_text("dated\n")
     GitRepo(clone).git("fetch", "-q", "--depth", "1", "--filter=blob:none", origin.url, "main")
     add_source("--id", "dated", "--name", "Dated", "--type", "git", "--url", origin.url, "--path", "docs")

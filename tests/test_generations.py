@@ -19,7 +19,7 @@ import time
 import numpy as np
 import pytest
 
-from conftest import SCRIPTS, files_in_store, fill, run_script, store_contents
+from conftest import SCRIPTS, files_in_store, fill, marked_data_dir, run_script, store_contents
 
 
 def index(data, root, *args):
@@ -90,8 +90,8 @@ def test_a_run_that_changes_nothing_copies_nothing(state_dir, tmp_path):
 
 
 def test_a_second_index_run_waits_then_gives_up_with_exit_8(state_dir, tmp_path):
-    data = tmp_path / "data"
-    personal(data).mkdir(parents=True)
+    data = marked_data_dir(tmp_path / "data")
+    personal(data).mkdir()
     with open(personal(data) / "write.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         lock.write(json.dumps({"pid": os.getpid(), "since": "now"}))
@@ -105,8 +105,8 @@ def test_a_second_index_run_waits_then_gives_up_with_exit_8(state_dir, tmp_path)
 
 
 def test_personal_and_docs_runs_do_not_wait_for_each_other(state_dir, tmp_path):
-    data = tmp_path / "data"
-    (data / "docs").mkdir(parents=True)
+    data = marked_data_dir(tmp_path / "data")
+    (data / "docs").mkdir()
     with open(data / "docs" / "write.lock", "w") as lock:  # a long docs run is in progress
         fcntl.flock(lock, fcntl.LOCK_EX)
         assert index(data, state_dir, "--wait", "0").code == 0
