@@ -8,7 +8,9 @@ ours only if it is empty: any other is refused with an error naming it, and
 nothing in it is changed. Names prove nothing (another tool keeps an
 index/chroma.sqlite3 too), so a data dir made before the marker (2026-11-26) is
 not adopted either: the user moves it away and rebuilds. Inside, a source's
-folder is ours only if it carries SOURCE_MARKER.
+folder is ours only if it carries SOURCE_MARKER. Nobody else may own or write
+the data dir (config.check_private), and no file in it is opened through a link
+(private_files.py).
 """
 
 import json
@@ -83,16 +85,16 @@ class DataDir:
         """Where a doc source keeps its working files (a git clone, fetched pages), marked as ours; ids are slugs, so
         this stays inside the data dir. Anything else of that name fails the source, untouched."""
         folder = self.path / "sources" / source_id
-        if not _source_made_by_us(folder):
-            folder.parent.mkdir(mode=0o700, exist_ok=True)
-            try:
-                folder.mkdir(mode=0o700)
-            except FileExistsError:
-                if folder.is_symlink() or not folder.is_dir() or _names_in(folder):  # empty: a run killed before the marker
-                    raise SourceFailed(f"{folder} was not made by rag-search (it has no {SOURCE_MARKER}); nothing in it "
-                                       "was changed", hint=f"move it away, or register the source under another id than "
-                                                           f"{source_id!r}") from None
-            write_atomically(folder / SOURCE_MARKER, source_id + "\n", mode=0o600)
+        if _source_made_by_us(folder):
+            return folder
+        folder.parent.mkdir(mode=0o700, exist_ok=True)
+        try:
+            folder.mkdir(mode=0o700)
+        except FileExistsError:
+            if not _empty_folder(folder):  # an empty one: left by a run killed before it wrote the marker
+                raise SourceFailed(f"{folder} was not made by rag-search (it has no {SOURCE_MARKER}); nothing in it was "
+                                   "changed", hint=f"move it away, or register the source under another id than {source_id!r}") from None
+        write_atomically(folder / SOURCE_MARKER, source_id + "\n", mode=0o600)
         return folder
 
     def source_folders(self) -> list[str]:
@@ -117,6 +119,10 @@ def _names_in(folder: Path) -> list[str]:
         return []
     except OSError as exc:
         raise StoreError(f"cannot read the folder {folder}: {exc.strerror or exc}", hint="check its permissions") from None
+
+
+def _empty_folder(path: Path) -> bool:
+    return stat.S_ISDIR(path.lstat().st_mode) and not _names_in(path)
 
 
 def _source_made_by_us(folder: Path) -> bool:
