@@ -39,6 +39,7 @@ FOREIGN_LAYOUTS = {
     "chroma index": {"index/chroma.sqlite3": b"SQLite format 3\x00 another tool's vectors"},
     "generations": {"generations/g000001/chroma/chroma.sqlite3": b"SQLite format 3\x00", "generations/g000001/notes.md": b"mine\n"},
     "CURRENT and write.lock": {"CURRENT": b"g000001\n", "write.lock": b""},
+    "a collection's names": {"personal/CURRENT": b"g000001\n", "personal/generations/g000001/catalog.sqlite": b"SQLite format 3\x00"},
 }
 
 
@@ -56,14 +57,19 @@ def test_a_folder_with_names_rag_search_once_used_is_refused_and_left_as_it_was(
     assert contents(data) == before
 
 
-def test_a_data_dir_of_a_version_before_the_marker_is_refused_with_what_to_do(example_data, state_dir):
-    (example_data / ".rag-search").unlink()  # what versions before the marker left: the collections, no marker
+def test_a_data_dir_of_a_version_before_the_marker_is_known_by_its_index_and_adopted_without_removing_anything(
+        example_data, state_dir):
+    """A data dir made before the marker (2026-11-26) holds an index whose catalog records our fingerprint: content
+    only rag-search writes. It is marked and used, with a warning first; nothing in it is removed."""
+    (example_data / ".rag-search").unlink()
     before = contents(example_data)
 
     result = run_script("index_personal.py", "--data-dir", example_data, state_dir)
-    assert result.code == 6, result
-    assert "move it away" in result.json["error"]["hint"] and "index_docs.py --all" in result.json["error"]["hint"]
-    assert contents(example_data) == before
+    assert result.code == 0, result
+    assert "earlier rag-search version" in result.stderr and str(example_data) in result.stderr
+    assert (example_data / ".rag-search").is_file()
+    assert set(before) <= set(contents(example_data))
+    assert run_script("search.py", "--data-dir", example_data, "ArgoCD self-heal").json["results"]
 
 
 LOOSENED = {

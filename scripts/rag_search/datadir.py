@@ -4,18 +4,22 @@ Index runs delete things in the data dir (old generations, work folders, the
 clones of sources no longer registered), so a data dir pointed at the wrong
 folder by a setting would cost the user files. The first run that writes marks
 the folder (MARKER); from then on it is ours. A folder without the marker is
-ours only if it is empty: any other is refused with an error naming it, and
-nothing in it is changed. Names prove nothing (another tool keeps an
-index/chroma.sqlite3 too), so a data dir made before the marker (2026-11-26) is
-not adopted either: the user moves it away and rebuilds. Inside, a source's
+ours only if it is empty, or if it holds an index whose catalog records our
+fingerprint (content only rag-search writes: a data dir made before the marker,
+2026-11-26), which is then marked, with a warning, and nothing in it removed.
+Any other is refused with an error naming it, and nothing in it is changed:
+names prove nothing (another tool keeps an index/chroma.sqlite3 too). Inside, a source's
 folder is ours only if it carries SOURCE_MARKER. Nobody else may own or write
 the data dir (config.check_private), and no file in it is opened through a link
 (private_files.py).
 """
 
+import contextlib
 import json
+import logging
 import os
 import shutil
+import sqlite3
 import stat
 import tempfile
 from pathlib import Path
@@ -25,6 +29,8 @@ from . import dates
 from .atomic import write_atomically
 from .config import DATA_DIR_MARKER, is_ours
 from .errors import ConfigError, DiskFull, SourceFailed, StoreError, is_disk_full
+
+log = logging.getLogger("rag_search")
 
 MARKER = DATA_DIR_MARKER
 SOURCE_MARKER = ".rag-search-source"
@@ -64,19 +70,20 @@ class DataDir:
             write_atomically(self.path / MARKER, json.dumps({**marker, "embedding": graph}) + "\n", mode=0o600)
 
     def _claim(self, graph: str) -> None:
-        """Make and mark a new or empty folder; refuse any other before writing anything in it (unless a run beside us
-        marked it meanwhile)."""
+        """Make and mark a new or empty folder, or one holding an index we built before the marker; refuse any other
+        before writing anything in it (unless a run beside us marked it meanwhile)."""
         entries = _names_in(self.path)
-        if not entries:
+        if entries and _holds_our_index(self.path):
+            log.warning("%s holds an index an earlier rag-search version built (before the %s marker): marked as a "
+                        "rag-search data folder; nothing in it was removed", self.path, MARKER)
+        elif entries and not is_ours(self.path):
+            raise ConfigError(f"{self.path} is not empty and is not a rag-search data folder (no {MARKER} marker, and no "
+                              f"index of ours; it holds {', '.join(entries)[:200]}); nothing in it was changed",
+                              hint="choose an empty or new folder with --data-dir or RAG_SEARCH_HOME")
+        if not is_ours(self.path):
             make_private_dir(self.path)
             marker = {"made_by": "rag-search", "since": dates.now_iso(), "embedding": graph}
             write_atomically(self.path / MARKER, json.dumps(marker) + "\n", mode=0o600)
-        elif not is_ours(self.path):
-            raise ConfigError(f"{self.path} is not empty and is not a rag-search data folder (no {MARKER} marker; it holds "
-                              f"{', '.join(entries)[:200]}); nothing in it was changed",
-                              hint="choose an empty or new folder with --data-dir or RAG_SEARCH_HOME; if a rag-search version "
-                                   "before 2026-11-26 made it, move it away and run index_personal.py and index_docs.py --all "
-                                   "to rebuild it")
 
     def collection(self, name: str) -> Path:
         return self.path / name
@@ -109,6 +116,18 @@ class DataDir:
             return False
         shutil.rmtree(folder, ignore_errors=True)
         return True
+
+
+def _holds_our_index(folder: Path) -> bool:
+    """Whether a collection of `folder` has a generation whose catalog records the fingerprint of our index (the
+    "@fingerprint" state, local_vectors.FINGERPRINT_STATE): what only rag-search writes. Read only, never written."""
+    for catalog in sorted(path for name in COLLECTIONS for path in (folder / name / "generations").glob("g*/catalog.sqlite")):
+        with contextlib.suppress(sqlite3.Error, ValueError, TypeError):
+            with contextlib.closing(sqlite3.connect(sqlite_uri(catalog, mode="ro", immutable="1"), uri=True)) as db:
+                row = db.execute("SELECT state FROM sources WHERE source_id = '@fingerprint'").fetchone()
+            if row and {"model_id", "chunking", "schema"} <= set(json.loads(row[0])):
+                return True
+    return False
 
 
 def _names_in(folder: Path) -> list[str]:
