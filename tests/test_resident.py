@@ -523,6 +523,16 @@ def write_notes(folder: Path, name: str, count: int) -> None:
         (folder / f"{name}-{number}.md").write_text(f"# Zeppelin {name} {number}\n\n{text}\n")
 
 
+def indexed_notes(warm, tmp_path: Path) -> Path:
+    """A personal root of one note, indexed, that the searcher's settings name."""
+    notes = tmp_path / "mine"
+    notes.mkdir()
+    warm.env["RAG_SEARCH_PERSONAL_DIRS"] = str(notes)
+    write_notes(notes, "first", 1)
+    assert run_script("index_personal.py", "--quiet", env=warm.env).code == 0
+    return notes
+
+
 def holds_flock(pid: int, path: Path) -> bool:
     """Whether process `pid` holds a flock() on `path`, read from /proc/locks (taking the lock to see would make the
     holder's own attempt fail)."""
@@ -535,11 +545,7 @@ def holds_flock(pid: int, path: Path) -> bool:
 
 
 def test_a_slow_answer_is_waited_for_and_a_searcher_stopped_while_answering_is_killed(warm, tmp_path):
-    notes = tmp_path / "mine"
-    notes.mkdir()
-    warm.env["RAG_SEARCH_PERSONAL_DIRS"] = str(notes)
-    write_notes(notes, "first", 1)
-    assert run_script("index_personal.py", "--quiet", env=warm.env).code == 0
+    notes = indexed_notes(warm, tmp_path)
     before = warm.started()
     write_notes(notes, "slow", 20)  # brought in before the answer: seconds of work, keep-alive bytes all along
     slow = warm.search("zeppelin hangar slow lease")
@@ -631,11 +637,7 @@ def test_only_copies_of_the_index_our_dead_processes_left_are_removed(tmp_path, 
 
 
 def test_a_busy_write_lock_once_released_is_tried_again_by_the_next_warm_answer(warm, tmp_path):
-    notes = tmp_path / "mine"
-    notes.mkdir()
-    warm.env["RAG_SEARCH_PERSONAL_DIRS"] = str(notes)
-    write_notes(notes, "first", 1)
-    assert run_script("index_personal.py", "--quiet", env=warm.env).code == 0
+    notes = indexed_notes(warm, tmp_path)
     warm.started()
     write_notes(notes, "fresh", 1)
     lock = os.open(warm.data / "personal" / "write.lock", os.O_RDWR | os.O_CREAT, 0o600)
