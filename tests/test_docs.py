@@ -1,5 +1,6 @@
 """The documentation matches the code: help texts, SKILL.md, README, exit codes."""
 
+import importlib
 import json
 import os
 import re
@@ -11,6 +12,7 @@ import yaml
 
 from conftest import PROJECT, SCRIPTS, run_script
 from rag_search import errors
+from test_cli_contract import parsers_of
 
 SCRIPT_NAMES = sorted(path.name for path in SCRIPTS.glob("*.py"))
 
@@ -94,13 +96,13 @@ def test_every_exit_code_is_in_the_tables_an_agent_reads(document):
         assert code in errors.EXIT_MEANINGS, f"exit code {code} has no meaning for --help"
 
 
-def test_the_readme_module_map_names_every_module():
-    """Issue 38: README's map of the package had no ranking.py."""
-    readme = (PROJECT / "README.md").read_text()
+def test_the_design_module_map_names_every_module():
+    """README's map of the package once had no ranking.py; the map now lives in docs/design.md."""
+    design = (PROJECT / "docs" / "design.md").read_text()
     package = PROJECT / "scripts" / "rag_search"
     modules = [path.relative_to(package).as_posix() for path in package.rglob("*.py") if path.name != "__init__.py"]
-    missing = [name for name in modules if not re.search(rf"(^|\s){re.escape(name)}(\s|$)", readme, re.MULTILINE)]
-    assert not missing, f"README's module map lacks {missing}"
+    missing = [name for name in modules if not re.search(rf"(^|\s){re.escape(name)}(\s|$)", design, re.MULTILINE)]
+    assert not missing, f"docs/design.md's module map lacks {missing}"
 
 
 @pytest.mark.parametrize("document", ["SKILL.md", "references/cli.md"])
@@ -139,3 +141,80 @@ def test_the_users_registry_is_not_tracked_and_an_example_ships():
     assert json.loads((PROJECT / "references" / "sources.example.json").read_text())["sources"]
     ignored = subprocess.run(["git", "check-ignore", "-q", "references/sources.json"], cwd=PROJECT)
     assert ignored.returncode == 0, "references/sources.json must be ignored by git"
+
+
+def documents() -> list:
+    """Every page of documentation a user or an agent reads."""
+    return [PROJECT / "README.md", PROJECT / "SKILL.md", *sorted((PROJECT / "docs").glob("*.md")),
+            *sorted((PROJECT / "references").glob("*.md"))]
+
+
+def test_the_front_doors_stay_short():
+    """The README is the front door (the rest is in docs/); SKILL.md is read on every use, so it holds the agent's loop
+    only (the rest one level down in references/)."""
+    assert len((PROJECT / "README.md").read_text()) <= 25_000
+    assert len((PROJECT / "SKILL.md").read_text()) <= 6_000
+
+
+def test_no_document_cites_an_issue_the_repository_cannot_resolve():
+    """"issue 25" means nothing to a reader of the repository: say what is meant."""
+    cited = [(path.relative_to(PROJECT).as_posix(), match.group(0)) for path in documents()
+             for match in re.finditer(r"issues? \d+", path.read_text(), re.IGNORECASE)]
+    assert not cited, cited
+
+
+def test_every_relative_link_in_the_documents_resolves():
+    broken = []
+    for path in documents():
+        for target in re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", path.read_text()):
+            if not re.match(r"[a-z]+:", target) and not (path.parent / target).exists():
+                broken.append((path.relative_to(PROJECT).as_posix(), target))
+    assert not broken, broken
+
+
+def test_each_benchmark_says_its_command_and_the_commit_it_was_measured_at():
+    """docs/benchmarks.md holds the current figures only, so that each can be measured again and replaced."""
+    page = (PROJECT / "docs" / "benchmarks.md").read_text()
+    sections = re.split(r"^## ", page, flags=re.MULTILINE)[1:]
+    assert len(sections) >= 5
+    for section in sections:
+        title = section.splitlines()[0]
+        assert re.search(r"\.venv/bin/python bench/\w+\.py", section), f"{title}: no command"
+        assert re.search(r"\bat `?[0-9a-f]{7,40}\b", section), f"{title}: no commit"
+        assert re.search(r"^\|.*\|$", section, re.MULTILINE), f"{title}: no table"
+
+
+def cli_reference_sections() -> dict[str, str]:
+    """references/cli.md's section of each script (`## search.py` … up to the next `## `), by script name."""
+    text = (PROJECT / "references" / "cli.md").read_text()
+    return {match.group(1): match.group(2)
+            for match in re.finditer(r"^## (\w+\.py)\b[^\n]*\n(.*?)(?=^## |\Z)", text, re.MULTILINE | re.DOTALL)}
+
+
+def long_options(parser) -> set[str]:
+    """Every long option `parser` and its subcommands' parsers take, but --help."""
+    return {option for _, each in parsers_of(parser) for action in each._actions for option in action.option_strings
+            if option.startswith("--") and option != "--help"}
+
+
+def listed_exit_codes(parser) -> set[int]:
+    """The exit codes the script's --help lists (its own and the stopped ones)."""
+    listing = parser.format_help().split("\nexit codes:\n", 1)[1]
+    return {int(code) for code in re.findall(r"^  (\d+)  ", listing, re.MULTILINE)}
+
+
+@pytest.mark.parametrize("name", SCRIPT_NAMES)
+def test_the_command_reference_names_each_scripts_options_and_exit_codes(name):
+    """references/cli.md cannot drift from the parsers: a script's synopsis block names exactly the long options its
+    parser takes, and its section's `Exit codes:` line exactly the codes its --help lists."""
+    section = cli_reference_sections().get(name)
+    assert section is not None, f"references/cli.md has no '## {name}' section"
+    parser = importlib.import_module(name.removesuffix(".py")).build_parser()
+    synopsis = re.search(r"^```\n(.*?)^```", section, re.MULTILINE | re.DOTALL)
+    assert synopsis, f"the {name} section of references/cli.md has no synopsis block"
+    named = set(re.findall(r"(?<![\w-])--[a-z][a-z0-9-]*", synopsis.group(1))) - {"--help"}
+    taken = long_options(parser)
+    assert named == taken, f"{name}: not in the synopsis {sorted(taken - named)}, not taken {sorted(named - taken)}"
+    line = re.search(r"^Exit codes: ([\d, ]+)", section, re.MULTILINE)
+    assert line, f"the {name} section of references/cli.md has no 'Exit codes:' line"
+    assert {int(code) for code in line.group(1).replace(",", " ").split()} == listed_exit_codes(parser)
