@@ -1,4 +1,4 @@
-"""The documentation matches the code: help texts, SKILL.md, README, exit codes."""
+"""The documentation matches the code: help texts, SKILL.md, README, docs/, references/cli.md against the parsers, exit codes."""
 
 import importlib
 import json
@@ -164,6 +164,7 @@ def test_no_document_cites_an_issue_the_repository_cannot_resolve():
 
 
 def test_every_relative_link_in_the_documents_resolves():
+    """Pages moved from the README to docs/ link each other and references/ by relative paths."""
     broken = []
     for path in documents():
         for target in re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", path.read_text()):
