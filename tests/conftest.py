@@ -84,6 +84,27 @@ class ScriptResult:
         return f"<exit {self.code}>\nstdout:\n{self.stdout}\nstderr:\n{self.stderr}"
 
 
+# Every option of search.py, each in at least one case (the tests fail when an option has none): answered the same cold
+# and warm (test_resident.py), and by the MCP server's search tool (test_mcp_server.py).
+SEARCH_QUERY = "caching decision"
+SEARCH_CASES = [
+    [SEARCH_QUERY],
+    [SEARCH_QUERY, "--index", "personal", "--top-k", "3", "--mode", "dense"],
+    [SEARCH_QUERY, "--index", "all", "--mode", "lexical", "--per-file", "0", "--explain"],
+    [SEARCH_QUERY, "--index", "docs"],  # not built: exit 3, the same JSON error
+    [SEARCH_QUERY, "--source", "personal", "--since", "2020-01-01", "--until", "1d", "--verbose"],
+    [SEARCH_QUERY, "--source", "nonesuch"],  # unknown source: exit 2
+    ["lesson", "--type", "lesson_learned", "--tag", "ci", "--min-score", "0.1", "--metadata-only"],
+    [SEARCH_QUERY, "--max-tokens", "60", "--recency-half-life", "7", "--no-refresh"],
+    [SEARCH_QUERY, "--rerank", "--format", "text"],
+    ["what did we decide last week", "--data-dir", "{data}"],
+]
+SEARCH_COLD_CASES = [  # last: other settings make the searcher give way (it is the searcher of other settings)
+    [SEARCH_QUERY, "--no-resident"],
+    [SEARCH_QUERY, "--chroma-url", "http://127.0.0.1:9"],  # a dead server: the same error both ways
+]
+
+
 def run_script(name: str, *args, cwd: Path | None = None, env: dict | None = None, timeout: float = 300) -> ScriptResult:
     """Run scripts/<name> with this interpreter from a working directory outside the project."""
     completed = subprocess.run(

@@ -11,7 +11,7 @@ import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
-from conftest import DEEP_PASSAGE, SCRIPTS, run_script, store_contents
+from conftest import DEEP_PASSAGE, EXAMPLES, SCRIPTS, SEARCH_CASES, SEARCH_COLD_CASES, run_script, store_contents
 
 QUESTION = "why is ArgoCD self-heal disabled?"
 
@@ -139,6 +139,85 @@ def test_get_document_of_a_chunk_id_with_max_chars_reads_the_page_around_that_ch
     assert DEEP_PASSAGE in answer["text"] and answer["text_start"] > 0 and len(json.dumps(answer, ensure_ascii=False)) <= 3600
     assert answer == run_script("get.py", "--data-dir", long_pages_index, chunk_id, "--max-chars", "3000").json
 
+
+
+# search.py's options that the search tool has no argument for, and why: each case of the table runs without them.
+NOT_TOOL_ARGUMENTS = {
+    "--format": "a tool answers JSON only (the case's JSON is compared)",
+    "--no-resident": "the server is itself the warm searcher",
+    "--data-dir": "the server's, given when it starts: the data dir of the whole session",
+    "--chroma-url": "the server's, given when it starts",
+}
+LIST_ARGUMENTS = {"source", "type", "tag"}  # search.py's repeatable options
+NUMBER_ARGUMENTS = {"top_k": int, "per_file": int, "max_tokens": int, "min_score": float, "recency_half_life": float}
+
+
+def tool_call(case: list[str], flags: set[str]) -> tuple[dict, list[str]]:
+    """A case of search.py's option table as the search tool's arguments, and as the search.py command line that
+    answers the same (the case without the options the tool has no argument for)."""
+    arguments, command, rest = {"query": case[0]}, [case[0]], case[1:]
+    while rest:
+        option = rest.pop(0)
+        value = True if option in flags else rest.pop(0)
+        if option in NOT_TOOL_ARGUMENTS:
+            continue
+        command += [option] if option in flags else [option, value]
+        name = option.removeprefix("--").replace("-", "_")
+        if name in LIST_ARGUMENTS:
+            arguments.setdefault(name, []).append(value)
+        else:
+            arguments[name] = NUMBER_ARGUMENTS.get(name, lambda given: given)(value)
+    return arguments, command
+
+
+def same_json(answer: tuple[bool, dict], script, case, normal=lambda payload: payload) -> None:
+    """The tool's answer is the script's JSON (as `normal` leaves them), key order included; a tool error where the
+    script fails."""
+    failed, payload = answer
+    assert (failed, json.dumps(normal(payload))) == (script.code != 0, json.dumps(normal(script.json))), (case, payload, script)
+
+
+def without_age(status: dict) -> dict:
+    """A status without the index's age in seconds (it grows between two calls)."""
+    for collection in status["collections"].values():
+        collection.pop("age_seconds", None)
+    return status
+
+
+def test_every_search_option_and_the_other_tools_answer_as_the_scripts(example_data, isolated_home):
+    """The option table of the warm and cold searches (conftest.SEARCH_CASES), through the search tool: each answer is
+    search.py's JSON; and get_document, status, memory_list and memory_query answer as get.py, status.py and memory.py."""
+    from search import build_parser
+
+    actions = [action for action in build_parser()._actions if action.option_strings != ["-h", "--help"]]
+    flags = {option for action in actions if action.nargs == 0 for option in action.option_strings}
+    calls = [tool_call(case, flags) for case in SEARCH_CASES + SEARCH_COLD_CASES]
+    options = {option for action in actions for option in action.option_strings}
+    assert set(NOT_TOOL_ARGUMENTS) <= options
+    assert options - set(NOT_TOOL_ARGUMENTS) <= {option for _, command in calls for option in command if option.startswith("--")}
+    memory_file = {"RAG_SEARCH_MEMORY_FILE": str(EXAMPLES / "memory" / "memory.json")}
+
+    async def steps(client):
+        schema = next(tool for tool in (await client.list_tools()).tools if tool.name == "search").input_schema
+        assert set(schema["properties"]) == {name for arguments, _ in calls for name in arguments}, "a search argument without a case"
+        searched = [await call(client, "search", **arguments) for arguments, _ in calls]
+        first = searched[0][1]["results"][0]
+        others = {"get": await call(client, "get_document", reference=first["id"], context=2),
+                  "get file": await call(client, "get_document", reference=first["file"], max_chars=300),
+                  "status": await call(client, "status"),
+                  "list": await call(client, "memory_list", type="lesson_learned", tag=["ci"]),
+                  "query": await call(client, "memory_query", text="retry the flaky test", top_k=2, since="2020-01-01")}
+        return searched, first, others
+
+    searched, first, others = session(example_data, isolated_home, steps, **memory_file)
+    for answer, (_, command) in zip(searched, calls, strict=True):
+        same_json(answer, run_script("search.py", "--data-dir", example_data, *command), command)
+    scripts = {"get": ["get.py", first["id"], "--context", "2"], "get file": ["get.py", first["file"], "--max-chars", "300"],
+               "status": ["status.py"], "list": ["memory.py", "list", "--type", "lesson_learned", "--tag", "ci"],
+               "query": ["memory.py", "query", "retry the flaky test", "--top-k", "2", "--since", "2020-01-01"]}
+    for name, (script, *arguments) in scripts.items():
+        answer = run_script(script, "--data-dir", example_data, *arguments, env=memory_file)
+        same_json(others[name], answer, name, without_age if name == "status" else lambda payload: payload)
 
 @pytest.mark.parametrize(
     "arguments, code, message",

@@ -20,11 +20,10 @@ from pathlib import Path
 
 import pytest
 
-from conftest import EXAMPLES, SCRIPTS, fill, resident_searchers, run_script
+from conftest import EXAMPLES, SCRIPTS, SEARCH_CASES, SEARCH_COLD_CASES, fill, resident_searchers, run_script
+from conftest import SEARCH_QUERY as QUERY
 
 pytestmark = pytest.mark.skipif(not hasattr(socket, "SO_PEERCRED"), reason="the resident searcher needs Linux peer credentials")
-
-QUERY = "caching decision"
 
 
 class Resident:
@@ -116,38 +115,19 @@ def answered_warm(resident: Resident, before: dict) -> bool:
     return now is not None and now["pid"] == before["pid"] and now["answers"] > before["answers"]
 
 
-# Every option of search.py, each in at least one case (the test fails when an option has none).
-CASES = [
-    [QUERY],
-    [QUERY, "--index", "personal", "--top-k", "3", "--mode", "dense"],
-    [QUERY, "--index", "all", "--mode", "lexical", "--per-file", "0", "--explain"],
-    [QUERY, "--index", "docs"],  # not built: exit 3, the same JSON error
-    [QUERY, "--source", "personal", "--since", "2020-01-01", "--until", "1d", "--verbose"],
-    [QUERY, "--source", "nonesuch"],  # unknown source: exit 2
-    ["lesson", "--type", "lesson_learned", "--tag", "ci", "--min-score", "0.1", "--metadata-only"],
-    [QUERY, "--max-tokens", "60", "--recency-half-life", "7", "--no-refresh"],
-    [QUERY, "--rerank", "--format", "text"],
-    ["what did we decide last week", "--data-dir", "{data}"],
-]
-COLD_CASES = [  # last: other settings make the searcher give way (it is the searcher of other settings)
-    [QUERY, "--no-resident"],
-    [QUERY, "--chroma-url", "http://127.0.0.1:9"],  # a dead server: the same error both ways
-]
-
-
 def test_every_option_answers_the_same_warm_and_cold(warm):
     from search import build_parser
 
-    covered = {option for case in CASES + COLD_CASES for option in case if option.startswith("--")}
+    covered = {option for case in SEARCH_CASES + SEARCH_COLD_CASES for option in case if option.startswith("--")}
     documented = {option for action in build_parser()._actions for option in action.option_strings} - {"-h", "--help"}
     assert documented <= covered, f"options without a case: {sorted(documented - covered)}"
     warm.started()
-    for case in CASES + COLD_CASES:
+    for case in SEARCH_CASES + SEARCH_COLD_CASES:
         args = [part.format(data=warm.data) for part in case]
         cold = warm.cold(*args)
         before = warm.about()
         same(warm.search(*args), cold)
-        assert answered_warm(warm, before) == (case in CASES), case
+        assert answered_warm(warm, before) == (case in SEARCH_CASES), case
 
 
 # The other scripts the searcher answers for: get.py, status.py, memory.py list and query ({file}, {id}: a search result's).

@@ -1,12 +1,19 @@
-"""What the reading scripts print for a parsed command line (search.py, get.py, status.py, memory.py list and
-query), answered cold or warm by the same code.
+"""The answers of the reading scripts (search.py, get.py, status.py, memory.py list and query) and of the MCP tools
+that stand for them, for a parsed command line: answered cold or warm by the same code.
+
+Each answer function takes the script's parsed options (an argparse.Namespace; an
+MCP tool names its arguments as those options), the settings, a WarmIndex or None,
+and `say`, which takes what the script says on stderr (a note that the index is
+stale or not built yet, that --rerank is ignored); it returns the JSON document.
+answer() prints it as the script does.
 
 Cold: this process embeds the query while a child process opens the index and
 reads it (isolation.py: a damaged store must not crash the caller). Warm: the
-resident searcher's WarmIndex answers, already loaded. Both print through the same
-formatting, so the resident searcher's answer is the cold answer, byte for byte.
-Where the warm index cannot serve (an index of another model, say), the searcher
-answers the cold way, which says what is wrong as a cold call would.
+resident searcher's (or the MCP server's) WarmIndex answers, already loaded. Both
+print through the same formatting, so the resident searcher's answer is the cold
+answer, byte for byte. Where the warm index cannot serve (an index of another
+model, say), the searcher answers the cold way, which says what is wrong as a
+cold call would.
 """
 
 import argparse
@@ -18,18 +25,37 @@ from .config import Settings
 from .errors import RagSearchError
 
 
-def search(args: argparse.Namespace, settings: Settings, warm=None) -> int:
-    """Print the answer to search.py's `args` on stdout (notes on stderr); the exit code. `settings`: those of `args`
-    (the client's, or the resident searcher's, which checked that they are the same); `warm`: a WarmIndex to answer
-    from."""
+def on_stderr(line: str) -> None:
+    """How a script says a note: one line on stderr."""
+    print(line, file=sys.stderr)
+
+
+def answer(command: str, args: argparse.Namespace, settings: Settings, warm=None) -> int:
+    """Print the answer to a script's `command` (COMMANDS) for its parsed `args` on stdout, its notes on stderr; the exit
+    code. `settings`: those of `args` (the client's, or the resident searcher's, which checked that they are the same);
+    `warm`: a WarmIndex to answer from."""
+    answer_of, as_text = COMMANDS[command]
+    _print(args, answer_of(args, settings, warm), as_text)
+    return 0
+
+
+def print_memory(args: argparse.Namespace, payload: dict) -> None:
+    """What every memory.py command prints: the JSON, or the text for --format text."""
+    _print(args, payload, output.memory_text)
+
+
+def _print(args: argparse.Namespace, payload: dict, as_text) -> None:
+    print(cli.to_json(payload) if args.format == "json" else as_text(payload), flush=True)
+
+
+def search(args: argparse.Namespace, settings: Settings, warm=None, say=on_stderr) -> dict:
+    """search.py's answer: the ranked chunks, with "stale" when personal files changed since the index were not brought in."""
     settings = settings._replace(recency_half_life_days=args.recency_half_life or settings.recency_half_life_days)
-    result, stale = _cold(args, settings) if warm is None else _warm(args, settings, warm)
+    result, stale = _cold(args, settings, say) if warm is None else _warm(args, settings, warm, say)
     payload = output.result_payload(result, metadata_only=args.metadata_only, explain=args.explain, verbose=args.verbose)
     if stale:
         payload["stale"] = stale
-    payload = output.within_budget(payload, args.max_tokens)
-    print(cli.to_json(payload) if args.format == "json" else output.to_text(payload))
-    return 0
+    return output.within_budget(payload, args.max_tokens)
 
 
 def _options(args: argparse.Namespace, settings: Settings):
@@ -40,18 +66,18 @@ def _options(args: argparse.Namespace, settings: Settings):
                          recency_half_life_days=settings.recency_half_life_days)
 
 
-def _warm(args: argparse.Namespace, settings: Settings, warm):
+def _warm(args: argparse.Namespace, settings: Settings, warm, say):
     if args.rerank and (why_not := warm.reranker()[1]):
-        _say_no_reranker(why_not)
+        say(_no_reranker(why_not))
     result, stale = warm.search(args.query, _options(args, settings), args.index, args.rerank, refresh=not args.no_refresh)
     for note in warm.notes:
-        print(f"note: {note}", file=sys.stderr)
+        say(f"note: {note}")
     if stale:
-        print(warm.stale_note, file=sys.stderr)
+        say(warm.stale_note)
     return result, stale
 
 
-def _cold(args: argparse.Namespace, settings: Settings):
+def _cold(args: argparse.Namespace, settings: Settings, say):
     from .embedding import find_model
     from .rerank import find_rerank_model
 
@@ -60,15 +86,16 @@ def _cold(args: argparse.Namespace, settings: Settings):
     if args.rerank:
         rerank_model, why_not = find_rerank_model(settings)
         if rerank_model is None:
-            _say_no_reranker(why_not)
-    stale = _freshen_cold(settings) if args.index != "docs" and not args.no_refresh else None
-    return _search_isolated(settings, model, args.index, args.query, _options(args, settings), args.source, rerank_model), stale
+            say(_no_reranker(why_not))
+    stale = _freshen_cold(settings, say) if args.index != "docs" and not args.no_refresh else None
+    return _search_isolated(settings, model, args.index, args.query, _options(args, settings), args.source, rerank_model, say), stale
 
 
 def _search_isolated(settings: Settings, model, index: str, query: str, options, sources: list[str] | None = None,
-                     rerank_model=None, say_notes: bool = True):
+                     rerank_model=None, say=None):
     """The SearchResult of a cold search: a child process opens the index and searches it (a damaged store must not
-    crash us) while this one embeds the query (the child's half a second of ChromaDB imports)."""
+    crash us) while this one embeds the query (the child's half a second of ChromaDB imports). The child says its
+    notes (an index not built yet) by `say`, if given."""
     from .embedding import query_embedder
     from .isolation import run_isolated
     from .rerank import CrossEncoderReranker
@@ -81,8 +108,8 @@ def _search_isolated(settings: Settings, model, index: str, query: str, options,
     def read_index(receive_vector):
         stores, notes = open_stores(settings, index, expected)
         try:
-            for note in notes if say_notes else ():
-                print(f"note: {note}", file=sys.stderr)
+            for note in notes if say else ():
+                say(f"note: {note}")
             reranker = CrossEncoderReranker(rerank_model) if rerank_model else None
             return run_search(stores_for(stores, sources), query, receive_vector(), options, reranker)
         finally:
@@ -92,11 +119,11 @@ def _search_isolated(settings: Settings, model, index: str, query: str, options,
     return run_isolated(read_index, lambda: query_embedder(settings.data_dir, model, settings.embedding).embed([query])[0])
 
 
-def _say_no_reranker(why_not: str) -> None:
-    print(f"note: --rerank ignored: {why_not}; keeping the fused order", file=sys.stderr)
+def _no_reranker(why_not: str) -> str:
+    return f"note: --rerank ignored: {why_not}; keeping the fused order"
 
 
-def _freshen_cold(settings: Settings) -> dict | None:
+def _freshen_cold(settings: Settings, say) -> dict | None:
     """Bring personal files changed since the index in before searching (a few, if the index is free this instant);
     otherwise the staleness to report. The index is written in a child process, like it is read."""
     from .freshness import bring_in, find_changes, stale_note, stale_report
@@ -107,32 +134,28 @@ def _freshen_cold(settings: Settings) -> dict | None:
         return None
     if changes.small and run_isolated(lambda _: bring_in(settings, changes), lambda: None):
         return None
-    print(stale_note(changes), file=sys.stderr)
+    say(stale_note(changes))
     return stale_report(changes)
 
 
-def get(args: argparse.Namespace, settings: Settings, warm=None) -> int:
-    """get.py: the document, section or chunk `args.reference` names."""
+def get(args: argparse.Namespace, settings: Settings, warm=None, say=on_stderr) -> dict:
+    """get.py's answer: the document, section or chunk `args.reference` names."""
     from .documents import get as read_back
 
     def read(stores):
         return read_back(stores, args.reference, args.context, settings.data_dir, settings.max_file_bytes, section=args.section,
                          max_chars=args.max_chars)
 
-    found = _read_published(settings, warm, read, needs_index=True)
-    print(cli.to_json(found) if args.format == "json" else output.document_text(found))
-    return 0
+    return _read_published(settings, warm, read, needs_index=True)
 
 
-def status(args: argparse.Namespace, settings: Settings, warm=None) -> int:
-    """status.py: what is indexed and how fresh, and the timer (asked of systemd while the index is read)."""
+def status(args: argparse.Namespace, settings: Settings, warm=None, say=on_stderr) -> dict:
+    """status.py's answer: what is indexed and how fresh, and the timer (asked of systemd while the index is read)."""
     from .status import collect
     from .timer import timer_state
 
-    report = _read_published(settings, warm, lambda stores: collect(settings, stores, with_timer=False),
-                             beside=lambda: timer_state(settings.unit_dir))
-    print(cli.to_json(report) if args.format == "json" else output.status_text(report))
-    return 0
+    return _read_published(settings, warm, lambda stores: collect(settings, stores, with_timer=False),
+                           beside=lambda: timer_state(settings.unit_dir))
 
 
 def _read_published(settings: Settings, warm, read, beside=None, needs_index: bool = False):
@@ -162,20 +185,19 @@ def _read_published(settings: Settings, warm, read, beside=None, needs_index: bo
     return run_isolated(in_child, beside or (lambda: None))
 
 
-def memory_list(args: argparse.Namespace, settings: Settings, warm=None) -> int:
-    """memory.py list: the memory entries, newest first (a file read: warm or cold alike)."""
+def memory_list(args: argparse.Namespace, settings: Settings, warm=None, say=on_stderr) -> dict:
+    """memory.py list's answer: the memory entries, newest first (a file read: warm or cold alike)."""
     from . import memory
 
     entries, problem = memory.listing(settings, memory.entry_filters(args.since, args.types, args.tags), args.loop_id)
     if problem is not None:
-        print(f"warning: {problem} (hint: {problem.hint})", file=sys.stderr)
-    print_memory(args, {"memory_file": str(settings.memory_file), "count": len(entries),
-                         "entries": [{**entry.fields, "file": entry.file} for entry in entries]})
-    return 0
+        say(f"warning: {problem} (hint: {problem.hint})")
+    return {"memory_file": str(settings.memory_file), "count": len(entries),
+            "entries": [{**entry.fields, "file": entry.file} for entry in entries]}
 
 
-def memory_query(args: argparse.Namespace, settings: Settings, warm=None) -> int:
-    """memory.py query: the entries closest to `args.text`, by meaning and keywords."""
+def memory_query(args: argparse.Namespace, settings: Settings, warm=None, say=on_stderr) -> dict:
+    """memory.py query's answer: the entries closest to `args.text`, by meaning and keywords."""
     from . import memory
     from .embedding import find_model
 
@@ -185,16 +207,12 @@ def memory_query(args: argparse.Namespace, settings: Settings, warm=None) -> int
         with contextlib.suppress(RagSearchError):  # else the cold way says what is wrong, as a cold call would
             hits = warm.searcher().search(args.text, options, "personal").hits
     if hits is None:
-        hits = _search_isolated(settings, find_model(settings.model_dir), "personal", args.text, options, say_notes=False).hits
-    print_memory(args, {"query": args.text, "memory_file": str(settings.memory_file),
-                         "entries": memory.query_entries(hits, args.top_k, args.loop_id)})
-    return 0
+        hits = _search_isolated(settings, find_model(settings.model_dir), "personal", args.text, options).hits
+    return {"query": args.text, "memory_file": str(settings.memory_file),
+            "entries": memory.query_entries(hits, args.top_k, args.loop_id)}
 
 
-def print_memory(args: argparse.Namespace, payload: dict) -> None:
-    """What every memory.py command prints: the JSON, or the text for --format text."""
-    print(cli.to_json(payload) if args.format == "json" else output.memory_text(payload), flush=True)
-
-
-# What a client may ask the resident searcher for (resident.answer), with the function that answers it either way.
-COMMANDS = {"search": search, "get": get, "status": status, "memory_list": memory_list, "memory_query": memory_query}
+# What a client may ask the resident searcher for (resident.answer): the function that answers it either way, and the
+# text its script prints for --format text.
+COMMANDS = {"search": (search, output.to_text), "get": (get, output.document_text), "status": (status, output.status_text),
+            "memory_list": (memory_list, output.memory_text), "memory_query": (memory_query, output.memory_text)}

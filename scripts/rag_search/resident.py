@@ -125,7 +125,7 @@ def _cold(command: str, args, settings: Settings) -> int:
     from . import answers, logs  # here: an answer from the searcher needs neither, nor the libraries they load
 
     logs.setup_logging(quiet=True)
-    return answers.COMMANDS[command](args, settings)
+    return answers.answer(command, args, settings)
 
 
 def _ask(settings: Settings, request: dict) -> tuple[dict | None, bool]:

@@ -193,13 +193,14 @@ class Resident:
             self._reply(connection, {"stale": True})
             return
         name, arguments = request.get("command"), request.get("args")
-        command = answers.COMMANDS.get(name) if isinstance(name, str) else None
-        if command is None or not isinstance(arguments, dict) or not all(map(_is_option, arguments)):
+        known = isinstance(name, str) and name in answers.COMMANDS  # a list is unhashable
+        if not known or not isinstance(arguments, dict) or not all(map(_is_option, arguments)):
             self._reply(connection, {"stale": True})
             return
         args = argparse.Namespace(**arguments)
         with _captured(request.get("tty") is True) as (out, err):
-            code = cli.run(lambda: command(args, self.settings, self.warm), json_errors=getattr(args, "format", "json") == "json")
+            code = cli.run(lambda: answers.answer(name, args, self.settings, self.warm),
+                           json_errors=getattr(args, "format", "json") == "json")
         self._reply(connection, {"code": code, "stdout": out.getvalue(), "stderr": err.getvalue()})
         self.answers += 1
         self.last_request = time.monotonic()

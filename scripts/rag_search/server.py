@@ -5,13 +5,17 @@ one worker thread, so the stores' SQLite connections are always used from the
 thread that opened them and calls never overlap, while the event loop stays
 free for the protocol (pings, cancellations). The warm state is warm.WarmIndex,
 the same core the resident searcher answers search.py with; before each call it
-follows index runs. Our errors come back as tool errors whose text is the same
-JSON error document the scripts print; so do calls outside a tool's schema (an
-argument it does not take, too: the schemas say additionalProperties: false) and
-calls of a tool that does not exist.
+follows index runs. The tools that stand for a reading script (search, get_document,
+status, memory_list, memory_query) answer with that script's own code (answers.py),
+given the tool's arguments as the script's options: the same JSON, and what the
+script says on stderr goes to our log. Our errors come back as tool errors whose
+text is the same JSON error document the scripts print; so do calls outside a
+tool's schema (an argument it does not take, too: the schemas say
+additionalProperties: false) and calls of a tool that does not exist.
 
 Adding a tool: an `async def` with typed, documented parameters that returns
-`await self._run(work)`, listed in `_tools`.
+`await self._run(work)` (or `await self._answer(answers.<script's answer>, **its
+options)`), listed in `_tools`.
 """
 
 import argparse
@@ -28,11 +32,10 @@ from mcp.types import CallToolResult, TextContent
 from pydantic import AfterValidator, BeforeValidator, ConfigDict, Field, ValidationError
 from pydantic_core import PydanticCustomError
 
-from . import __version__, dates, documents, memory, memory_edits, output, status
+from . import __version__, answers, dates, memory, memory_edits
 from .cli import error_payload, non_empty
 from .config import Settings
-from .errors import EXIT_FAILURE, EXIT_USAGE, IndexNotBuilt, RagSearchError, UsageError
-from .retrieval import SearchOptions
+from .errors import EXIT_FAILURE, EXIT_USAGE, RagSearchError, UsageError
 from .warm import WarmIndex
 
 log = logging.getLogger("rag_search")
@@ -117,21 +120,10 @@ class RagSearchServer:
         """Search the personal index and the documentation index; the same options and JSON as search.py.
 
         Results: rank, score (cosine 0-1), source, file, id, chunk, metadata (heading, date, url or path, version)."""
-
-        def work():
-            options = SearchOptions(top_k=top_k, mode=mode, sources=source, since=_date(since, "since"),
-                                    until=_date(until, "until"), types=type, tags=tag,
-                                    min_score=min_score, per_file=per_file,
-                                    recency_half_life_days=recency_half_life or self.settings.recency_half_life_days)
-            if rerank and (why_not := self.warm.reranker()[1]):
-                log.warning("note: rerank ignored: %s; keeping the fused order", why_not)
-            result, stale = self.warm.search(query, options, index, rerank, refresh=not no_refresh)
-            if stale:
-                log.warning("%s", self.warm.stale_note)
-            payload = output.result_payload(result, metadata_only=metadata_only, explain=explain, verbose=verbose)
-            return output.within_budget({**payload, "stale": stale} if stale else payload, max_tokens)
-
-        return await self._run(work)
+        return await self._answer(answers.search, query=query, index=index, top_k=top_k, mode=mode, source=source, since=since,
+                                  until=until, types=type, tags=tag, min_score=min_score, per_file=per_file,
+                                  max_tokens=max_tokens, metadata_only=metadata_only, recency_half_life=recency_half_life,
+                                  rerank=rerank, explain=explain, verbose=verbose, no_refresh=no_refresh)
 
     async def get_document(
         self,
@@ -147,25 +139,11 @@ class RagSearchServer:
         """Read what a result points to: the whole document as indexed, one section of it, one chunk with its
         neighbours, or (a chunk id with max_chars) the document's text around that chunk (as get.py). Cut by max_chars:
         "truncated", "total_chars", "text_start", "text_end" (the characters shown), "outline_omitted" {"before", "after"}."""
-
-        def work():
-            stores = self.warm.searcher().refresh()
-            return documents.get(stores, reference, context, self.settings.data_dir, self.settings.max_file_bytes,
-                                 section=section, max_chars=max_chars)
-
-        return await self._run(work)
+        return await self._answer(answers.get, reference=reference, context=context, section=section, max_chars=max_chars)
 
     async def status(self) -> str | CallToolResult:
         """What is indexed and how fresh: per collection, personal root and doc source; the daily timer (as status.py)."""
-
-        def work():
-            try:
-                stores = self.warm.searcher().refresh()
-            except IndexNotBuilt:
-                stores = {}  # nothing built (or all deleted): status.py says so, and exits 0
-            return status.collect(self.settings, stores)
-
-        return await self._run(work)
+        return await self._answer(answers.status)
 
     async def memory_list(
         self,
@@ -175,13 +153,7 @@ class RagSearchServer:
         loop_id: Annotated[str | None, Field(description="only entries of this loop")] = None,
     ) -> str | CallToolResult:
         """The agent's memory entries (lessons, failure and success patterns), newest first (as memory.py list)."""
-
-        def work():
-            entries, _ = memory.listing(self.settings, memory.entry_filters(_date(since, "since"), type, tag), loop_id)
-            return {"memory_file": str(self.settings.memory_file), "count": len(entries),
-                    "entries": [{**entry.fields, "file": entry.file} for entry in entries]}
-
-        return await self._run(work)
+        return await self._answer(answers.memory_list, since=since, types=type, tags=tag, loop_id=loop_id)
 
     async def memory_query(
         self,
@@ -193,14 +165,7 @@ class RagSearchServer:
         loop_id: Annotated[str | None, Field(description="only entries of this loop")] = None,
     ) -> str | CallToolResult:
         """Recall memory entries by meaning and keywords, best first (as memory.py query)."""
-
-        def work():
-            filters = memory.entry_filters(_date(since, "since"), type, tag)
-            options = memory.query_options(self.settings, filters, top_k, loop_id)
-            hits = self.warm.searcher().search(text, options, "personal").hits
-            return {"query": text, "memory_file": str(self.settings.memory_file), "entries": memory.query_entries(hits, top_k, loop_id)}
-
-        return await self._run(work)
+        return await self._answer(answers.memory_query, text=text, top_k=top_k, since=since, types=type, tags=tag, loop_id=loop_id)
 
     async def memory_add(
         self,
@@ -256,6 +221,16 @@ class RagSearchServer:
 
         return await self._run(work)
 
+    async def _answer(self, answer, **options) -> str | CallToolResult:
+        """The answer of `answer` (answers.py: a reading script's own) to a tool's arguments, named as the script's
+        options (a date parsed as its command line parses it): the script's JSON; what it says on stderr goes to our log."""
+
+        def work():
+            args = argparse.Namespace(**{name: _date(value, name) if name in DATES else value for name, value in options.items()})
+            return answer(args, self.settings, self.warm, say=_log)
+
+        return await self._run(work)
+
     async def _run(self, work) -> str | CallToolResult:
         """Run `work` on the worker thread: its result as compact JSON, or a tool error (is_error) whose text is our
         JSON error document, the one the scripts print, with our message and hint."""
@@ -266,8 +241,6 @@ class RagSearchServer:
         except Exception as exc:
             log.exception("a tool failed unexpectedly")
             return _tool_error(error_payload(EXIT_FAILURE, type(exc).__name__, str(exc), "this is a bug; the server log has the traceback"))
-        for note in self.warm.notes:
-            log.warning("note: %s", note)
         return json.dumps(result, ensure_ascii=False)
 
 
@@ -321,6 +294,14 @@ def _preview(answer: dict, confirmed: bool) -> dict:
 
 def _tool_error(payload: dict) -> CallToolResult:
     return CallToolResult(content=[TextContent(type="text", text=json.dumps(payload, ensure_ascii=False))], is_error=True)
+
+
+def _log(line: str) -> None:
+    """A line a script says on stderr ("note: …", "warning: …"), in our log, whose lines say their level themselves."""
+    log.warning("%s", line.removeprefix("warning: "))
+
+
+DATES = ("since", "until")  # the options whose value is a date, given to a tool as text
 
 
 def _date(value: str | None, name: str) -> float | None:
