@@ -1,10 +1,18 @@
-"""The values that cross module boundaries: documents and chunks as stored, hits, filters.
+"""The values that cross module boundaries: documents and chunks as stored, hits, filters, what a vector backend
+gives the store.
 
 Sources, the indexer, the store and retrieval pass these, never a chromadb
 result or a raw dict, so each module can change its insides on its own.
 """
 
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # only for annotations: output.py renders records without loading numpy or SQLite code
+    import numpy as np
+
+    from .catalog import Catalog
 
 
 @dataclass
@@ -137,3 +145,23 @@ class Filters:
 
     def __bool__(self) -> bool:
         return bool(self.sources or self.types or self.tags) or self.since is not None or self.until is not None
+
+
+@dataclass(frozen=True)
+class PublishedIndex:
+    """A published index opened for reading: the folder its catalog is in, the catalog, and notes for the caller."""
+
+    folder: Path
+    catalog: "Catalog"
+    notes: tuple[str, ...] = ()  # e.g. CURRENT was unreadable
+
+
+@dataclass(frozen=True)
+class CatchUp:
+    """What turns the generation before the published one into the published one."""
+
+    previous: Path  # the older generation's folder
+    published: Path  # the published generation's folder
+    keys: list[str]  # the documents that differ
+    removed: list[str]  # ids of the chunks only the older one has
+    added: "dict[str, np.ndarray]"  # the chunks only the published one has: id -> vector
