@@ -23,7 +23,7 @@ added few vectors records them (ADDED) and its generation names the one it was
 built from ("previous" in generation.json); that predecessor is kept. The next
 run takes the predecessor's folder, when no search holds it, as its work folder
 instead of a copy, and the store brings it up to date with the current
-generation before applying its own changes (store.py, Store._catch_up).
+generation before applying its own changes (local_vectors.py, LocalVectors.catch_up).
 
 Searches hold a shared flock on the generation folder itself while they read
 it, and read its files through that descriptor (held_path); old generations

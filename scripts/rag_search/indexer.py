@@ -32,7 +32,8 @@ from .embedding import ModelInfo, OnnxEmbedder, SentenceTransformerEmbedder, Tok
 from .errors import ModelNotFound
 from .injection import looks_like_instructions
 from .records import ChunkRecord, DocumentRecord, Filters
-from .store import Store, fingerprint
+from .store import fingerprint
+from .store_writer import StoreWriter
 
 log = logging.getLogger("rag_search")
 
@@ -120,7 +121,7 @@ class WriteStats:
 class IndexWriter:
     """Buffered writes to one collection; call flush() when done."""
 
-    def __init__(self, store: Store, pipeline: Pipeline):
+    def __init__(self, store: StoreWriter, pipeline: Pipeline):
         self.store = store
         self.pipeline = pipeline
         self.stats = WriteStats()
