@@ -169,7 +169,7 @@ class WriteSession:
         try:
             (root / GENERATIONS).mkdir(mode=0o700, exist_ok=True)
             name, note = published(root)
-            if note:
+            if note and name is not None:  # a note names the generation used instead
                 log.warning("%s; CURRENT rewritten", note)
                 point_current(root, name)
             collect_garbage(root)
@@ -202,12 +202,14 @@ class WriteSession:
 
     def publish(self) -> None:
         """Make the work folder the current generation; the caller has closed and verified it."""
+        work = self.folder
+        if work is None:
+            raise RuntimeError("nothing to publish: no work folder was made")
         final = self.root / GENERATIONS / self.name
         previous = self.base.name if self.base is not None else None
-        write_atomically(self.folder / MARKER,
-                         json.dumps({"name": self.name, "published": dates.now_iso(), "previous": previous}) + "\n")
-        fsync_tree(self.folder)
-        install(self.folder, final)
+        write_atomically(work / MARKER, json.dumps({"name": self.name, "published": dates.now_iso(), "previous": previous}) + "\n")
+        fsync_tree(work)
+        install(work, final)
         self.folder = None
         point_current(self.root, self.name)
         try:

@@ -21,7 +21,7 @@ import logging
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from pathlib import PurePosixPath
+from pathlib import Path, PurePosixPath
 
 import numpy as np
 
@@ -60,7 +60,7 @@ class Pipeline:
         self.fingerprint = fingerprint(model, settings.embedding)
         self._embedder = None
         try:
-            self._export = ensure_export(settings.data_dir, model)
+            self._export: Path | None = ensure_export(settings.data_dir, model)
         except Exception as exc:  # no torch, no disk space, a model the export does not reproduce…
             if settings.embedding != "float":
                 raise ModelNotFound(f"could not make the ONNX export of {model.name} ({exc})",

@@ -323,5 +323,5 @@ def _page_sections(ids: list[str], candidates: dict[str, Hit], keys: dict[str, f
         best.setdefault(heading, keys[chunk_id])
         if hit.evidence.lexical_rank is not None and (hit.evidence.cosine if hit.evidence.cosine is not None else -1.0) >= floor:
             strong.add(heading)
-    ordered = sorted(best, key=best.get, reverse=True)
+    ordered = sorted(best, key=lambda heading: best[heading], reverse=True)
     return best[ordered[0]], [best[heading] for heading in ordered[1:] if heading in strong]

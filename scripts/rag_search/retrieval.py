@@ -301,11 +301,11 @@ def _lexical(stores: dict[str, Store], query: str, options: SearchOptions, candi
     """Each collection's best chunks by BM25 over the same filters, ranked within their collection (BM25 scores of two
     collections are not comparable: their term statistics differ); in hybrid mode only matches that score."""
     terms = lexical.query_terms(query)
-    if not terms:
-        return
     for name, store in stores.items():
-        common = store.common_terms(terms, options.keyword_budget) if options.keyword_budget else frozenset()
+        common = store.common_terms(terms, options.keyword_budget) if options.keyword_budget and terms else frozenset()
         match = lexical.match_expression(terms, common)
+        if match is None:
+            return  # a question of stopwords only matches nothing
         found = [(chunk_id, bm25 / match.scale) for chunk_id, bm25 in
                  store.keyword(match.expression, options.depth, options.filters, options.per_file_candidates)]
         if options.mode == "hybrid":
