@@ -72,7 +72,7 @@ def index(args: argparse.Namespace) -> int:
             raise ConfigError(
                 f"unknown source id(s) {', '.join(unknown)} in {settings.registry}", hint="list them with add_doc_source.py --list"
             )
-        selected = [reg.get(source_id) for source_id in dict.fromkeys(args.source)]
+        selected = [spec for source_id in dict.fromkeys(args.source) if (spec := reg.get(source_id)) is not None]
 
     chosen = {spec.id for spec in selected}
     with index_run(settings, COLLECTION, fresh=args.full and args.all,

@@ -85,7 +85,8 @@ def install(args: argparse.Namespace) -> int:
     warnings = missing_programs()
     for warning in warnings:
         print(f"warning: {warning}", file=sys.stderr)
-    written, unchanged = [], []
+    written: list[str] = []
+    unchanged: list[str] = []
     for name, text in units.items():
         path = target / name
         if args.dry_run:

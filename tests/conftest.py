@@ -321,14 +321,14 @@ def hit(chunk_id, file="a.md", collection="docs", score=0.5, text="x", dense=Non
         heading=None, kind=None):
     """A search hit with the evidence retrieval gathers: `dense` is its rank in its collection's dense list (its cosine
     is then `score`), `lexical_rank` its rank in the keyword list."""
-    from rag_search.records import Hit
+    from rag_search.records import Evidence, Hit
 
-    explain = {}
+    evidence = Evidence()
     if dense is not None:
-        explain.update(dense_rank=dense, cosine=score)
+        evidence.dense_rank, evidence.cosine = dense, score
     if lexical_rank is not None:
-        explain.update(lexical_rank=lexical_rank, bm25=bm25 if bm25 is not None else 10.0 / lexical_rank)
+        evidence.lexical_rank, evidence.bm25 = lexical_rank, bm25 if bm25 is not None else 10.0 / lexical_rank
     metadata = {"file": file, **({"heading": heading} if heading else {}), **({"kind": kind} if kind else {})}
     if date_ts is not None:
         metadata["date_ts"] = date_ts
-    return Hit(chunk_id, collection, score, text, metadata, explain)
+    return Hit(chunk_id, collection, score, text, metadata, evidence)

@@ -81,8 +81,8 @@ def test_of_two_documentation_pages_with_equal_sections_the_one_closer_as_a_whol
     whole (the cosine of its chunks' mean vector), which ranks the candidate pages as a third list."""
     candidates = {"pointer": hit("pointer", "overview.md", score=0.6, dense=1, lexical_rank=2, heading="Overview > Backups"),
                   "guide": hit("guide", "backup.md", score=0.58, dense=2, lexical_rank=1, heading="Backup > Snapshots")}
-    candidates["pointer"].explain["page_cosine"] = 0.31
-    candidates["guide"].explain["page_cosine"] = 0.55
+    candidates["pointer"].evidence.page_cosine = 0.31
+    candidates["guide"].evidence.page_cosine = 0.55
     assert rank(candidates, replace(PLAIN, docs_page_closeness=0.0))[0] == "pointer", "tied: the first seen"
     assert rank(candidates, PLAIN)[0] == "guide"
     assert candidates["guide"].explain["page_closeness"] == round(PLAIN.docs_page_closeness / (PLAIN.rrf_k + 1), 6)
@@ -175,7 +175,7 @@ def test_the_users_record_both_retrievers_put_first_is_shown_on_the_second_page_
 
 def test_the_quota_is_for_a_record_first_in_both_lists_only():
     candidates = personal_and_docs(personal_cosine=0.54, docs_cosine=0.72)
-    candidates["mine"].explain["lexical_rank"] = 2
+    candidates["mine"].evidence.lexical_rank = 2
     candidates["mine-2"] = hit("mine-2", "notes.md", "personal", score=0.52, dense=2, lexical_rank=1, bm25=4.4,
                                heading="Notes")  # first in one list, not standing out
     assert rank(candidates, SearchOptions())[:2] == ["doc", "doc-2"]
@@ -188,9 +188,9 @@ def test_the_users_record_that_stands_out_in_its_collection_comes_first():
     in its own collection's keyword list; it comes first, even when the dense search ranked it low."""
     def candidates_for(personal_cosine: float, runner_up_bm25: float = 9.0, personal_dense: int | None = 1) -> dict:
         found = personal_and_docs(personal_cosine=personal_cosine, docs_cosine=0.72)
-        found["mine"].explain.update(bm25=20.0, dense_rank=personal_dense)
+        found["mine"].evidence.bm25, found["mine"].evidence.dense_rank = 20.0, personal_dense
         if personal_dense is None:  # keyword only: closeness unknown
-            del found["mine"].explain["dense_rank"], found["mine"].explain["cosine"]
+            found["mine"].evidence.cosine = None
         found["mine-2"] = hit("mine-2", "notes.md", "personal", score=personal_cosine - 0.02, dense=2, lexical_rank=2,
                               bm25=runner_up_bm25, heading="Notes")
         return found
@@ -272,7 +272,7 @@ def test_the_one_page_holding_an_identifier_of_the_question_is_not_ranked_below_
         "doc": hit("doc", "export.md", "docs", score=0.6, dense=1, lexical_rank=1, heading="Exports"),
     }
     assert rank(candidates, SearchOptions())[0] != "exact"
-    candidates["exact"].explain["identifier"] = "led517"
+    candidates["exact"].evidence.identifier = "led517"
     for mode in ("hybrid", "lexical"):
         assert rank(candidates, SearchOptions(mode=mode))[0] == "exact", mode
     assert rank(candidates, SearchOptions(mode="dense"))[0] != "exact"  # meaning alone, as asked

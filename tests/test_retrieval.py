@@ -4,7 +4,7 @@ from conftest import hit, run_script
 from rag_search import lexical, output
 from rag_search.catalog import Catalog
 from rag_search.config import load_settings
-from rag_search.records import ChunkRecord, DocumentRecord, Filters
+from rag_search.records import ChunkRecord, DocumentRecord, Evidence, Filters
 from rag_search.retrieval import Searcher, SearchOptions, SearchResult, _cap_per_file
 from rag_search.vectors import where as _where
 
@@ -18,6 +18,19 @@ def test_per_file_cap():
 
 def answer(*hits, metadata_only=False, explain=False) -> dict:
     return output.result_payload(SearchResult("q", list(hits), ["docs"], 10), metadata_only=metadata_only, explain=explain)
+
+
+def test_explain_shows_the_evidence_in_the_order_the_stages_set_it():
+    """--explain prints a hit's evidence in the order retrieval, ranking and the answer set it: a cosine of the dense list
+    beside its rank, one looked up for page evidence after the keyword evidence, one looked up for the answer only last."""
+    dense = Evidence(dense_rank=3, cosine=0.61, lexical_rank=1, bm25=7.5, rrf=0.16, page_score=0.2, page_bonus=0.0, page_chunks=1)
+    assert list(dense.shown()) == ["dense_rank", "cosine", "lexical_rank", "bm25", "rrf", "page_score", "page_bonus", "page_chunks"]
+    looked_up = Evidence(lexical_rank=2, bm25=3.25, identifier="led517", cosine=0.4, page_cosine=0.5, rrf=0.08, quota=2)
+    assert list(looked_up.shown()) == ["lexical_rank", "bm25", "identifier", "cosine", "page_cosine", "rrf", "quota"]
+    looked_up.cosine_after_ranking = True
+    assert list(looked_up.shown()) == ["lexical_rank", "bm25", "identifier", "page_cosine", "rrf", "quota", "cosine"]
+    assert looked_up.shown()["cosine"] == 0.4 and Evidence().shown() == {}
+    assert hit("1", dense=1, score=0.7).explain == {"dense_rank": 1, "cosine": 0.7}
 
 
 def test_token_budget_keeps_the_leading_results_whose_whole_answer_fits():

@@ -20,8 +20,8 @@ def write_atomically(path: Path, data: bytes | str, mode: int | None = None) -> 
         with os.fdopen(handle, "wb") as out:
             out.write(raw)
             out.flush()
-            if kept is not None or mode is not None:
-                os.fchmod(out.fileno(), kept if kept is not None else mode)
+            if (chosen := kept if kept is not None else mode) is not None:
+                os.fchmod(out.fileno(), chosen)
             os.fsync(out.fileno())
         os.replace(temp, path)
     except BaseException:

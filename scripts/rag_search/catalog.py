@@ -127,14 +127,14 @@ class Catalog:
         if key_prefix is not None:
             query += " AND substr(key, 1, ?) = ?"
             params += [len(key_prefix), key_prefix]
-        return {row[0]: DocumentRecord(*row[:7], json.loads(row[7]) if row[7] else None) for row in self._db.execute(query, params)}
+        return {row[0]: _document_record(row) for row in self._db.execute(query, params)}
 
     def find_documents(self, reference: str) -> list[DocumentRecord]:
         """Documents whose file (as results show it), key, or key without its source prefix (a path, a URL) is `reference`."""
         rows = self._db.execute(
             "SELECT key, source_id, file, identity, content_hash, chunk_count, indexed_at, state FROM documents "
             "WHERE file = ? OR key = ? OR substr(key, instr(key, ':') + 1) = ? ORDER BY key", (reference, reference, reference))
-        return [DocumentRecord(*row[:7], json.loads(row[7]) if row[7] else None) for row in rows]
+        return [_document_record(row) for row in rows]
 
     def stored_chunks(self, ids: list[str]) -> dict[str, StoredChunk]:
         """The chunks with these ids (those the catalog has), by id."""
@@ -349,8 +349,8 @@ class Catalog:
         for term in terms:
             if term not in self._term_rows:
                 self._term_rows[term] = self._db.execute("SELECT COUNT(*) FROM chunk_terms WHERE chunk_terms MATCH ?",
-                                                         (lexical.match_expression([term]).expression,)).fetchone()[0]
-        kept = sorted(terms, key=self._term_rows.get)
+                                                         (lexical.phrase(term),)).fetchone()[0]
+        kept = sorted(terms, key=lambda term: self._term_rows[term])
         while len(kept) > 1 and sum(self._term_rows[term] for term in kept) > budget:
             kept.pop()
         return frozenset(terms) - set(kept)
@@ -410,9 +410,16 @@ def capped(rows: list[tuple[str, float, str]], per_document: int) -> list[tuple[
     return kept
 
 
-def _filter_sql(filters: Filters) -> tuple[str, list]:
+def _document_record(row: tuple) -> DocumentRecord:
+    """A row of (key, source_id, file, identity, content_hash, chunk_count, indexed_at, state) from the documents table."""
+    key, source_id, file, identity, content_hash, chunk_count, indexed_at, state = row
+    return DocumentRecord(key, source_id, file, identity, content_hash, chunk_count, indexed_at, json.loads(state) if state else None)
+
+
+def _filter_sql(filters: Filters) -> tuple[str, list[str | float]]:
     """SQL conditions on the chunks table `c` (each starting with AND) for sources, dates, record types and tags."""
-    sql, params = "", []
+    sql = ""
+    params: list[str | float] = []
     if filters.sources:
         sql += f" AND c.source_id IN ({','.join('?' * len(filters.sources))})"
         params += filters.sources

@@ -179,8 +179,8 @@ def run(action, json_errors: bool = True) -> int:
         sys.stderr.close()  # the reader went away; nothing left to report to
         return EXIT_FAILURE
     except Exception as exc:
-        if _stopped_by(exc) is not None:
-            return _stopped(_stopped_by(exc), json_errors)
+        if (stopped := _stopped_by(exc)) is not None:
+            return _stopped(stopped, json_errors)
         if is_disk_full(exc):
             message, hint = f"the disk is full: {exc}; the previous index still serves", "free disk space and rerun"
             print(f"error: {message} (hint: {hint})", file=sys.stderr)
@@ -200,11 +200,12 @@ def _stopped_by(exc: BaseException) -> KeyboardInterrupt | None:
     """The Ctrl-C or SIGTERM behind `exc`, if any: one that comes while a native module is being imported reaches us as
     an ImportError ("initialization failed") caused by it."""
     seen: set[int] = set()
-    while exc is not None and id(exc) not in seen:
-        if isinstance(exc, KeyboardInterrupt):
-            return exc
-        seen.add(id(exc))
-        exc = exc.__cause__ or exc.__context__
+    cause: BaseException | None = exc
+    while cause is not None and id(cause) not in seen:
+        if isinstance(cause, KeyboardInterrupt):
+            return cause
+        seen.add(id(cause))
+        cause = cause.__cause__ or cause.__context__
     return None
 
 

@@ -54,8 +54,8 @@ def get(stores: dict[str, Store], reference: str, context: int | None, data_dir:
         if chunk_id is not None:
             position = next(number for number, chunk in enumerate(chunks) if chunk.id == chunk_id)
             anchor = _locate(text, chunks[position].text, len(text) * position // len(chunks))
-            heading = chunks[position].metadata.get("heading")
-            at = outline.index(heading) if heading else 0
+            chunk_heading = chunks[position].metadata.get("heading")
+            at = outline.index(chunk_heading) if chunk_heading else 0
     return _fit(found, outline, anchor, at, max_chars) if max_chars else found
 
 

@@ -17,6 +17,7 @@ import threading
 import weakref
 import xml.etree.ElementTree as ET
 import zlib
+from collections.abc import Mapping
 from dataclasses import dataclass
 from email.message import Message
 from email.utils import parsedate_to_datetime
@@ -95,7 +96,7 @@ class WebFetcher:
         adapter = _GuardedAdapter(self._sockets)
         self.session.mount("http://", adapter)
         self.session.mount("https://", adapter)
-        self._robots: dict[tuple, tuple[RobotFileParser, str | None]] = {}
+        self._robots: dict[tuple[str, str, int] | None, tuple[_Robots, str | None]] = {}
 
     def close(self) -> None:
         self.session.close()
@@ -240,7 +241,7 @@ class WebFetcher:
                 raise _PageError(self._too_large())
         return bytes(body)
 
-    def _robots_for(self, url: str) -> tuple[RobotFileParser, str | None]:
+    def _robots_for(self, url: str) -> tuple["_Robots", str | None]:
         origin = _origin(url)
         if origin not in self._robots:
             self._robots[origin] = self._read_robots(urljoin(url, "/robots.txt"))
@@ -251,13 +252,13 @@ class WebFetcher:
         if not rules.can_fetch(self.user_agent, url):
             raise _PageError(f"not fetched: {problem}" if problem else "disallowed by robots.txt")
 
-    def _read_robots(self, robots_url: str) -> tuple[RobotFileParser, str | None]:
+    def _read_robots(self, robots_url: str) -> tuple["_Robots", str | None]:
         """The rules, and why robots.txt could not be read if so.
 
         As RFC 9309 says: a missing robots.txt (4xx) allows everything;
         401/403, a server error or an unreachable server disallows everything.
         """
-        rules = RobotFileParser(robots_url)
+        rules = _Robots(robots_url)
         try:
             response = self._download(robots_url, {}, obey_robots=False)
         except _PageError as exc:
@@ -317,10 +318,11 @@ class WebFetcher:
 
     def _network_error(self, exc: Exception) -> str:
         """What went wrong, in a few words: the root cause, not requests' chain of wrappers."""
-        causes = []
-        while isinstance(exc, BaseException) and exc not in causes:
-            causes.append(exc)
-            exc = exc.__cause__ or exc.__context__ or getattr(exc, "reason", None)
+        causes: list[BaseException] = []
+        cause: object = exc
+        while isinstance(cause, BaseException) and cause not in causes:
+            causes.append(cause)
+            cause = cause.__cause__ or cause.__context__ or getattr(cause, "reason", None)
         root = causes[-1]  # urllib3's NewConnectionError is also a TimeoutError: look at the root first
         if isinstance(root, ConnectionRefusedError):
             return "connection refused"
@@ -347,8 +349,16 @@ class WebFetcher:
 @dataclass
 class _Response:
     status: int
-    headers: dict
+    headers: Mapping[str, str]  # requests' CaseInsensitiveDict
     body: bytes
+
+
+class _Robots(RobotFileParser):
+    """A site's robots.txt rules, with the two flags RobotFileParser sets in __init__ and can_fetch reads, which its type
+    stubs leave out."""
+
+    allow_all: bool
+    disallow_all: bool
 
 
 class _Decoder:

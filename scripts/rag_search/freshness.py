@@ -95,7 +95,7 @@ def find_changes(settings: Settings) -> Changes | None:
 def stamps(paths: list[str]) -> list[tuple[int, int, int] | None]:
     """Each path's inode, size and modification time (None if it is gone): equal stamps, no change to look for.
     A few thousand stats, where the walk they stand for parses names and ignore rules too (about ten times longer)."""
-    found = []
+    found: list[tuple[int, int, int] | None] = []
     for path in paths:
         try:
             info = os.stat(path)

@@ -23,7 +23,7 @@ added few vectors records them (ADDED) and its generation names the one it was
 built from ("previous" in generation.json); that predecessor is kept. The next
 run takes the predecessor's folder, when no search holds it, as its work folder
 instead of a copy, and the store brings it up to date with the current
-generation before applying its own changes (store.py, Store._catch_up).
+generation before applying its own changes (local_vectors.py, LocalVectors.catch_up).
 
 Searches hold a shared flock on the generation folder itself while they read
 it, and read its files through that descriptor (held_path); old generations
@@ -169,7 +169,7 @@ class WriteSession:
         try:
             (root / GENERATIONS).mkdir(mode=0o700, exist_ok=True)
             name, note = published(root)
-            if note:
+            if note and name is not None:  # a note names the generation used instead
                 log.warning("%s; CURRENT rewritten", note)
                 point_current(root, name)
             collect_garbage(root)
@@ -202,12 +202,14 @@ class WriteSession:
 
     def publish(self) -> None:
         """Make the work folder the current generation; the caller has closed and verified it."""
+        work = self.folder
+        if work is None:
+            raise RuntimeError("nothing to publish: no work folder was made")
         final = self.root / GENERATIONS / self.name
         previous = self.base.name if self.base is not None else None
-        write_atomically(self.folder / MARKER,
-                         json.dumps({"name": self.name, "published": dates.now_iso(), "previous": previous}) + "\n")
-        fsync_tree(self.folder)
-        install(self.folder, final)
+        write_atomically(work / MARKER, json.dumps({"name": self.name, "published": dates.now_iso(), "previous": previous}) + "\n")
+        fsync_tree(work)
+        install(work, final)
         self.folder = None
         point_current(self.root, self.name)
         try:

@@ -69,12 +69,13 @@ def _expand(text: str, page: Path, root: Path, max_bytes: int, expansion: Expans
     def include(target: str, indent: str = "") -> str | None:
         """The included text (indented like the stub), or None to keep the stub."""
         found, problem = _find(target, page, root, max_bytes, stack)
+        body = ""
         if found is not None:
             try:
                 body = split_front_matter(found.read_text(encoding="utf-8-sig", errors="replace"))[1].strip("\n")
             except OSError as exc:
                 problem = f"unreadable: {exc.strerror}"
-        if problem:
+        if problem or found is None:
             expansion.unresolved.append(f"{target} ({problem})")
             return None
         if not fits(target, body, indent):
@@ -93,8 +94,8 @@ def _expand(text: str, page: Path, root: Path, max_bytes: int, expansion: Expans
 
     def snippet_block(match: re.Match) -> str:
         targets = [line.strip() for line in match.group(2).splitlines() if line.strip() and not line.strip().startswith(";")]
-        parts = [include(target, match.group(1)) for target in targets]
-        return match.group(0) if not targets or None in parts else "\n".join(parts)
+        parts = [part for target in targets if (part := include(target, match.group(1))) is not None]
+        return "\n".join(parts) if targets and len(parts) == len(targets) else match.group(0)
 
     text = _SNIPPET_BLOCK.sub(snippet_block, text)
     text = _SNIPPET_LINE.sub(lambda m: one(m, 1, 2), text)
@@ -119,7 +120,11 @@ def _mdx_imports(text: str, include: Callable[[str], str | None], fits: Callable
             placed += 1
         if placed == usages:
             text = text.replace(match.group(0), "", 1)
-        text = usage.sub(lambda _m, included=included: included, text, count=placed)
+
+        def part_text(_usage: re.Match, included: str = included) -> str:
+            return included
+
+        text = usage.sub(part_text, text, count=placed)
     return text
 
 

@@ -21,7 +21,7 @@ import logging
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from pathlib import PurePosixPath
+from pathlib import Path, PurePosixPath
 
 import numpy as np
 
@@ -32,7 +32,8 @@ from .embedding import ModelInfo, OnnxEmbedder, SentenceTransformerEmbedder, Tok
 from .errors import ModelNotFound
 from .injection import looks_like_instructions
 from .records import ChunkRecord, DocumentRecord, Filters
-from .store import Store, fingerprint
+from .store import fingerprint
+from .store_writer import StoreWriter
 
 log = logging.getLogger("rag_search")
 
@@ -59,7 +60,7 @@ class Pipeline:
         self.fingerprint = fingerprint(model, settings.embedding)
         self._embedder = None
         try:
-            self._export = ensure_export(settings.data_dir, model)
+            self._export: Path | None = ensure_export(settings.data_dir, model)
         except Exception as exc:  # no torch, no disk space, a model the export does not reproduce…
             if settings.embedding != "float":
                 raise ModelNotFound(f"could not make the ONNX export of {model.name} ({exc})",
@@ -120,7 +121,7 @@ class WriteStats:
 class IndexWriter:
     """Buffered writes to one collection; call flush() when done."""
 
-    def __init__(self, store: Store, pipeline: Pipeline):
+    def __init__(self, store: StoreWriter, pipeline: Pipeline):
         self.store = store
         self.pipeline = pipeline
         self.stats = WriteStats()

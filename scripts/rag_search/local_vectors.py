@@ -9,17 +9,18 @@ before the published one up to date (catch_up) instead of copying the index.
 
 import logging
 import os
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NoReturn
 
 import numpy as np
 
 from . import generations
 from .atomic import folder_size as size_of
 from .catalog import Catalog
+from .config import Settings
 from .errors import StoreError, is_disk_full, one_line
 from .isolation import run_isolated
-from .records import ChunkRecord
+from .records import CatchUp, ChunkRecord, Filters, PublishedIndex
 from .vector_file import VectorFile
 from .vectors import VectorIndex
 
@@ -34,22 +35,13 @@ FILTER_FIELDS = ("source_id", "date_ts", "type", "tags")  # what filters need, k
 CATCH_UP_LIMIT = 500
 
 
-@dataclass
-class CatchUp:
-    """What turns the generation before the published one into the published one."""
-
-    previous: Path  # the older generation's folder
-    keys: list[str]  # the documents that differ
-    removed: list[str]  # ids of the chunks only the older one has
-    added: dict[str, np.ndarray]  # the chunks only the published one has: id -> vector
-
-
 class LocalVectors:
-    """ChromaDB in a generation folder: opened on first use, closed before the folder is copied or published."""
+    """ChromaDB in a generation folder: opened on first use, closed before the folder is copied or published. A
+    store.VectorBackend that also CatchesUp."""
 
     fresh_at_search_time = True  # whether a search may bring changed personal files in first
 
-    def __init__(self, settings, name: str):
+    def __init__(self, settings: Settings, name: str):
         self.settings = settings
         self.name = name
         self._index: VectorIndex | None = None
@@ -60,10 +52,10 @@ class LocalVectors:
 
     # --- reading ------------------------------------------------------------
 
-    def open_published(self, expected: dict | None = None) -> tuple[Path, Catalog, list[str]]:
-        """(folder, catalog, notes) of the published generation, held under a shared lock until close() (whatever
-        fingerprint it has: the store checks that). The vectors open on first use: status and get read the catalog
-        alone, and never pay for loading ChromaDB."""
+    def open_published(self, expected: dict | None = None) -> PublishedIndex:
+        """The published generation, held under a shared lock until close() (whatever fingerprint it has: the store
+        checks that). The vectors open on first use: status and get read the catalog alone, and never pay for loading
+        ChromaDB."""
         folder, self._read_lock, note = generations.open_for_reading(self.settings.data_dir / self.name)
         held = generations.held_path(self._read_lock, folder)
         catalog = Catalog(held / CATALOG, writable=False)
@@ -73,11 +65,18 @@ class LocalVectors:
             catalog.close()
             raise
         self._at = (held, True)
-        return folder, catalog, [note] if note else []
+        return PublishedIndex(folder, catalog, (note,) if note else ())
 
     @property
-    def index(self) -> VectorIndex | None:
+    def index(self) -> VectorIndex:
         """The vectors, opened on first use."""
+        index = self._opened()
+        if index is None:
+            raise RuntimeError(f"the {self.name} vectors are not open")
+        return index
+
+    def _opened(self) -> VectorIndex | None:
+        """The vectors, opened now if not yet; None when no folder is set to open them in."""
         if self._index is None and self._at is not None:
             folder, reading = self._at
             self._at = None
@@ -86,17 +85,33 @@ class LocalVectors:
                 self._index.widen_search()
         return self._index
 
+    def load(self) -> None:
+        self._opened()
+
+    def query(self, vector: np.ndarray, n: int, filters: Filters) -> list[tuple[str, float]]:
+        return self.index.query(vector, n, filters)
+
+    def vectors(self, ids: list[str]) -> dict[str, np.ndarray]:
+        return self.index.vectors(ids)
+
     def fingerprint(self) -> dict | None:
         """The fingerprint ChromaDB's collection carries (indexes made before the catalog kept it)."""
-        return self.index.fingerprint() if self.index is not None else None
+        index = self._opened()
+        return index.fingerprint() if index is not None else None
 
     def stale(self, folder: Path, catalog: Catalog) -> bool:
-        return not generations.still_published(self.settings.data_dir / self.name, self._read_lock)
+        return not generations.still_published(self.settings.data_dir / self.name, self._held_lock())
 
     def describe(self, folder: Path) -> dict:
-        held = generations.held_path(self._read_lock, folder)
+        held = generations.held_path(self._held_lock(), folder)
         return {"generation": folder.name, "published": generations.published_at(held),
                 "size_bytes": folder_size(held), "disk_bytes": folder_size(self.settings.data_dir / self.name)}
+
+    def _held_lock(self) -> int:
+        """The shared lock on the published generation this reader reads."""
+        if self._read_lock is None:
+            raise RuntimeError(f"the {self.name} index is not open for reading")
+        return self._read_lock
 
     # --- writing ------------------------------------------------------------
 
@@ -107,7 +122,7 @@ class LocalVectors:
         if not reading:
             self._added, self._added_count = VectorFile(folder / generations.ADDED), 0
 
-    def connect(self, catalog: Catalog, published: set[str] | None, expected: dict | None, fresh: bool) -> None:
+    def connect(self, catalog: Catalog | None, published: set[str] | None, expected: dict | None, fresh: bool) -> None:
         """Nothing to connect to: the vectors are in the generation's folder."""
 
     def create(self, fingerprint: dict, catalog: Catalog) -> None:
@@ -155,7 +170,7 @@ class LocalVectors:
     def undo(self, ids: list[str]) -> None:
         self.index.delete(ids)
 
-    def write_failed(self, exc: Exception):
+    def write_failed(self, exc: Exception) -> NoReturn:
         """Writing vectors failed: the store's state is unknown (ChromaDB can hang if used again), so the run stops."""
         raise StoreError(f"writing vectors to the {self.name} index failed: {one_line(exc)}; this run stops and the previous "
                          "index still serves", hint="rerun the index script") from None
@@ -195,7 +210,7 @@ class LocalVectors:
         one recorded the vectors its run added."""
         base = session.base
         previous = generations.predecessor(session.root, base.name) if base is not None else None
-        if previous is None:
+        if base is None or previous is None:
             return None
         try:
             fingerprint = catalog.source_state(FINGERPRINT_STATE)
@@ -205,7 +220,7 @@ class LocalVectors:
             finally:
                 older.close()
             keys, removed, added = catalog.difference(previous / CATALOG)
-            if not same_vectors or len(removed) + len(added) > CATCH_UP_LIMIT:
+            if fingerprint is None or not same_vectors or len(removed) + len(added) > CATCH_UP_LIMIT:
                 return None
             record = VectorFile(base / generations.ADDED, fingerprint["dimension"], writable=False)
             try:
@@ -215,11 +230,11 @@ class LocalVectors:
         except Exception as exc:  # a damaged older generation: copy the current one
             log.debug("not catching up %s: %s", previous, one_line(exc))
             return None
-        return CatchUp(previous, keys, removed, vectors) if len(vectors) == len(added) else None
+        return CatchUp(previous, base, keys, removed, vectors) if len(vectors) == len(added) else None
 
-    def catch_up(self, plan: CatchUp, catalog: Catalog, base: Path) -> None:
+    def catch_up(self, plan: CatchUp, catalog: Catalog) -> None:
         """Apply the published generation's changes to its predecessor, now the work folder: catalog rows, then vectors."""
-        catalog.catch_up(base / CATALOG, plan.keys)
+        catalog.catch_up(plan.published / CATALOG, plan.keys)
         if plan.removed:
             self.index.delete(plan.removed)
         if plan.added:

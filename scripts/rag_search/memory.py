@@ -80,9 +80,11 @@ def load(path: Path):
     return data
 
 
-def entries_at(data) -> tuple | None:
+def entries_at(data) -> tuple[str, ...] | None:
     """Where a memory file's JSON keeps its entries: () for the document itself (an array), (key,) for the array under
     "entries" or "memories"; None when it holds no list of entries."""
+    where: tuple[str, ...] | None
+    entries: list | None
     if isinstance(data, list):
         where, entries = (), data
     elif isinstance(data, dict):

@@ -12,6 +12,7 @@ import copy
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from . import dates, memory
 from .atomic import write_atomically
@@ -39,7 +40,7 @@ class Document:
     """A file holding memory entries, as read: its JSON (or its lines) and the entries found in it."""
 
     path: Path
-    data: object
+    data: Any  # the JSON as parsed (an array or an object), or a JSONL file's lines
     found: list[Found]
 
     @property
@@ -144,7 +145,7 @@ def read_documents(settings: Settings) -> list[Document]:
     path, documents = settings.memory_file, []
     if path.exists():
         data = memory.load(path)
-        at = memory.entries_at(data)
+        at = memory.entries_at(data) or ()  # load() refused a file that holds no list of entries
         documents.append(Document(path, data, [Found(item, (*at, number), Entry(item, str(path)))
                                                 for number, item in enumerate(memory.entry_list(data))]))
     types = set(memory.memory_filters(settings, Filters()).types)

@@ -1,9 +1,9 @@
 """From evidence to an order: fusion, collection scale, recency and page evidence.
 
-retrieval.py gathers the candidates, each a Hit whose `explain` holds its
-evidence: its rank in its own collection's dense list (with the cosine) and in
-its own collection's keyword list (with the BM25 score). This module turns that
-evidence into an order, and writes into `explain` what it used, for --explain.
+retrieval.py gathers the candidates, each a Hit whose `evidence` (records.Evidence)
+holds its rank in its own collection's dense list (with the cosine) and in its own
+collection's keyword list (with the BM25 score). This module turns that evidence
+into an order, and writes into the evidence what it used, for --explain.
 
 - Fusion: reciprocal rank fusion of the two ranks, each taken within the chunk's
   own collection, so neither collection wins by its size or by its term statistics;
@@ -39,9 +39,10 @@ evidence into an order, and writes into `explain` what it used, for --explain.
 import math
 import re
 import time
+from collections.abc import Callable
 from typing import NamedTuple
 
-from .records import Hit
+from .records import Evidence, Hit
 
 RECORD_FILES = ("json", "jsonl")  # a file of records: each record stands alone, it is not a section of a page
 SECONDS_PER_DAY = 86400.0
@@ -79,8 +80,7 @@ def rank(candidates: dict[str, Hit], options, about_user: bool = False) -> list[
     if options.mode == "dense":
         return sorted(candidates, key=lambda chunk_id: candidates[chunk_id].score, reverse=True)
     if options.mode == "lexical":  # collections interleave by their own keyword ranks; BM25 breaks ties within one
-        ranked = sorted(candidates, key=lambda chunk_id: (candidates[chunk_id].explain.get("lexical_rank", math.inf),
-                                                          -candidates[chunk_id].explain.get("bm25", 0.0)))
+        ranked = sorted(candidates, key=lambda chunk_id: _keyword_order(candidates[chunk_id].evidence))
         return [chunk_id for ids in holders_first([[chunk_id] for chunk_id in ranked], candidates, options) for chunk_id in ids]
     weights = collection_weights(candidates, options, about_user)
     lead = leads(candidates, options)
@@ -98,7 +98,7 @@ def holders_first(pages: list[list[str]], candidates: dict[str, Hit], options) -
     outranks any paraphrase of it."""
     if not options.exact_identifiers:
         return pages
-    holding = [ids for ids in pages if any("identifier" in candidates[chunk_id].explain for chunk_id in ids)]
+    holding = [ids for ids in pages if any(candidates[chunk_id].evidence.identifier is not None for chunk_id in ids)]
     return holding + [ids for ids in pages if ids not in holding] if holding else pages
 
 
@@ -107,8 +107,8 @@ def collection_weights(candidates: dict[str, Hit], options, about_user: bool) ->
     collection has dense candidates."""
     best: dict[str, float] = {}
     for hit in candidates.values():
-        if "cosine" in hit.explain:
-            best[hit.collection] = max(best.get(hit.collection, -1.0), hit.explain["cosine"])
+        if hit.evidence.cosine is not None:
+            best[hit.collection] = max(best.get(hit.collection, -1.0), hit.evidence.cosine)
     if len(best) < 2:
         return {}
     if PERSONAL in best:
@@ -122,40 +122,42 @@ def leads(candidates: dict[str, Hit], options) -> dict[str, float]:
     stands above the runner-up's: an exact identifier scores far above every other keyword match, a paraphrase can be
     far closer in meaning than the rest, and ranks alone hide both gaps."""
     found: dict[str, float] = {}
-    for signal in ("bm25", "cosine"):
-        by_collection: dict[str, list[Hit]] = {}
+    scores: tuple[Callable[[Evidence], float | None], ...] = (
+        lambda evidence: evidence.bm25, lambda evidence: evidence.cosine if evidence.dense_rank is not None else None)
+    for score_of in scores:  # BM25, then the cosine of the dense list's chunks
+        by_collection: dict[str, list[tuple[float, str]]] = {}
         for hit in candidates.values():
-            if signal in hit.explain and (signal == "bm25" or "dense_rank" in hit.explain):
-                by_collection.setdefault(hit.collection, []).append(hit)
-        for hits in by_collection.values():
-            if len(hits) < 2:
+            if (score := score_of(hit.evidence)) is not None:
+                by_collection.setdefault(hit.collection, []).append((score, hit.id))
+        for scored in by_collection.values():
+            if len(scored) < 2:
                 continue  # nothing to stand above
-            first, second = sorted(hits, key=lambda hit: hit.explain[signal], reverse=True)[:2]
-            if first.explain[signal] > 0:
-                margin = 1.0 - max(second.explain[signal], 0.0) / first.explain[signal]
-                found[first.id] = found.get(first.id, 0.0) + options.lead * margin
+            (first, first_id), (second, _) = sorted(scored, key=lambda pair: pair[0], reverse=True)[:2]
+            if first > 0:
+                found[first_id] = found.get(first_id, 0.0) + options.lead * (1.0 - max(second, 0.0) / first)
     return found
 
 
 def _fused(hit: Hit, options, weights: dict[str, float], lead: float) -> float:
     """The chunk's fused key: RRF of its ranks in its collection, plus any lead, times its collection's weight and any
     recency boost."""
+    evidence = hit.evidence
     key = 0.0
-    if "dense_rank" in hit.explain:
-        key += options.dense_weight / (options.rrf_k + hit.explain["dense_rank"])
-    if "lexical_rank" in hit.explain:
-        key += options.lexical_weight / (options.rrf_k + hit.explain["lexical_rank"])
-    hit.explain["rrf"] = round(key, 6)
+    if evidence.dense_rank is not None:
+        key += options.dense_weight / (options.rrf_k + evidence.dense_rank)
+    if evidence.lexical_rank is not None:
+        key += options.lexical_weight / (options.rrf_k + evidence.lexical_rank)
+    evidence.rrf = round(key, 6)
     if lead:
-        hit.explain["lead"] = round(lead, 6)
+        evidence.lead = round(lead, 6)
         key += lead
     if hit.collection in weights:
-        hit.explain["collection_weight"] = round(weights[hit.collection], 4)
+        evidence.collection_weight = round(weights[hit.collection], 4)
         key *= weights[hit.collection]
     if options.recency_half_life_days and hit.collection == PERSONAL and hit.metadata.get("date_ts") is not None:
         age_days = max(0.0, (time.time() - float(hit.metadata["date_ts"])) / SECONDS_PER_DAY)
         boost = 1.0 + 0.5 * math.pow(0.5, age_days / options.recency_half_life_days)
-        hit.explain["recency"] = round(boost, 4)
+        evidence.recency = round(boost, 4)
         key *= boost
     return key
 
@@ -179,7 +181,7 @@ def by_page(ranked: list[str], candidates: dict[str, Hit], keys: dict[str, float
     pages: dict[tuple, list[str]] = {}
     for chunk_id in ranked:
         pages.setdefault(_page_of(candidates[chunk_id]), []).append(chunk_id)
-    cosines = [hit.explain["cosine"] for hit in candidates.values() if "cosine" in hit.explain]
+    cosines = [hit.evidence.cosine for hit in candidates.values() if hit.evidence.cosine is not None]
     floor = options.section_floor * max(cosines) if cosines else math.inf
     orders: dict[str, list[_Page]] = {}
     for first, ids in enumerate(pages.values()):
@@ -189,8 +191,8 @@ def by_page(ranked: list[str], candidates: dict[str, Hit], keys: dict[str, float
         best, support = _page_sections(ids, candidates, keys, floor)
         bonus = weight * sum(support[:count])
         for chunk_id in ids:
-            candidates[chunk_id].explain.update(page_score=round(best + bonus, 6), page_bonus=round(bonus, 6),
-                                                page_chunks=len(ids))
+            evidence = candidates[chunk_id].evidence
+            evidence.page_score, evidence.page_bonus, evidence.page_chunks = round(best + bonus, 6), round(bonus, 6), len(ids)
         orders.setdefault(collection, []).append(_Page(best + bonus, first, best, ids))
     for collection, order in orders.items():
         if collection != PERSONAL:  # a record is a page of its own: no closeness as a whole
@@ -205,14 +207,17 @@ def by_page(ranked: list[str], candidates: dict[str, Hit], keys: dict[str, float
 def _with_closeness(order: list[_Page], candidates: dict[str, Hit], options) -> list[_Page]:
     """`order`'s pages, each scoring docs_page_closeness / (rrf_k + its rank by closeness as a whole) more: a third list,
     of pages, fused by rank like the other two (a page without a page vector earns nothing)."""
-    closest = sorted((page for page in order if "page_cosine" in candidates[page.ids[0]].explain),
-                     key=lambda page: candidates[page.ids[0]].explain["page_cosine"], reverse=True)
+    closeness_of = {page.first: page_cosine for page in order
+                    if (page_cosine := candidates[page.ids[0]].evidence.page_cosine) is not None}
+    closest = sorted((page for page in order if page.first in closeness_of), key=lambda page: closeness_of[page.first],
+                     reverse=True)
     rank_of = {page.first: rank for rank, page in enumerate(closest, start=1)}
     scored = []
     for page in order:
         closeness = options.docs_page_closeness / (options.rrf_k + rank_of[page.first]) if page.first in rank_of else 0.0
         for chunk_id in page.ids:
-            candidates[chunk_id].explain.update(page_closeness=round(closeness, 6), page_score=round(page.score + closeness, 6))
+            evidence = candidates[chunk_id].evidence
+            evidence.page_closeness, evidence.page_score = round(closeness, 6), round(page.score + closeness, 6)
         scored.append(page._replace(score=page.score + closeness))
     return scored
 
@@ -230,7 +235,17 @@ def _dominated_last(order: list[_Page], candidates: dict[str, Hit]) -> list[_Pag
 
 def _better_in_both(hit: Hit, other: Hit) -> bool:
     """Whether `hit` ranks above `other` in the dense list and in the keyword list (missing from a list: last)."""
-    return all(hit.explain.get(name, math.inf) < other.explain.get(name, math.inf) for name in ("dense_rank", "lexical_rank"))
+    return all(_rank_or_last(mine) < _rank_or_last(theirs) for mine, theirs in
+               ((hit.evidence.dense_rank, other.evidence.dense_rank), (hit.evidence.lexical_rank, other.evidence.lexical_rank)))
+
+
+def _rank_or_last(rank: int | None) -> float:
+    return math.inf if rank is None else rank
+
+
+def _keyword_order(evidence: Evidence) -> tuple[float, float]:
+    """Lexical mode's sort key: the keyword rank in its collection, then the BM25 score (missing: last)."""
+    return _rank_or_last(evidence.lexical_rank), -(evidence.bm25 if evidence.bm25 is not None else 0.0)
 
 
 def _interleaved(orders: list[list[_Page]]) -> list[_Page]:
@@ -259,7 +274,7 @@ def needing_closeness(candidates: dict[str, Hit]) -> list[Hit]:
     sections: dict[tuple, set] = {}
     for hit in candidates.values():
         sections.setdefault(_page_of(hit), set()).add(hit.metadata.get("heading", ""))
-    return [hit for hit in candidates.values() if "cosine" not in hit.explain and len(sections[_page_of(hit)]) > 1]
+    return [hit for hit in candidates.values() if hit.evidence.cosine is None and len(sections[_page_of(hit)]) > 1]
 
 
 def _page_of(hit: Hit) -> tuple:
@@ -273,13 +288,13 @@ def with_personal_quota(pages: list[list[str]], candidates: dict[str, Hit], opti
     at least `personal_first_lead`: an identifier or a symptom the user recorded) and that is not far in meaning from the
     documentation's best (a cosine at most `personal_first_gap` below) comes first; one that both retrievers put first
     comes no lower than page `personal_quota`."""
-    others = [hit.explain["cosine"] for hit in candidates.values() if hit.collection != PERSONAL and "cosine" in hit.explain]
+    others = [hit.evidence.cosine for hit in candidates.values() if hit.collection != PERSONAL and hit.evidence.cosine is not None]
     for position, ids in enumerate(pages):
         hit = candidates[ids[0]]
         if hit.collection == PERSONAL:
             quota = _personal_page_quota(hit, max(others, default=-1.0), options)
             if quota and position >= quota:
-                hit.explain["quota"] = quota
+                hit.evidence.quota = quota
                 return pages[: quota - 1] + [ids] + pages[quota - 1 : position] + pages[position + 1 :]
             break
     return pages
@@ -287,11 +302,12 @@ def with_personal_quota(pages: list[list[str]], candidates: dict[str, Hit], opti
 
 def _personal_page_quota(hit: Hit, others_best: float, options) -> int:
     """The page the best personal record may be shown on at the latest (0: wherever its evidence puts it)."""
-    ranks = (hit.explain.get("dense_rank"), hit.explain.get("lexical_rank"))
+    evidence = hit.evidence
+    ranks = (evidence.dense_rank, evidence.lexical_rank)
     if None in ranks or 1 not in ranks:
         return 0
-    if (options.personal_first_lead and hit.explain.get("lead", 0.0) >= options.personal_first_lead
-            and hit.explain["cosine"] >= others_best - options.personal_first_gap):
+    if (options.personal_first_lead and (evidence.lead or 0.0) >= options.personal_first_lead
+            and evidence.cosine is not None and evidence.cosine >= others_best - options.personal_first_gap):
         return 1
     return options.personal_quota if ranks == (1, 1) else 0
 
@@ -305,7 +321,7 @@ def _page_sections(ids: list[str], candidates: dict[str, Hit], keys: dict[str, f
         hit = candidates[chunk_id]
         heading = hit.metadata.get("heading", "")
         best.setdefault(heading, keys[chunk_id])
-        if "lexical_rank" in hit.explain and hit.explain.get("cosine", -1.0) >= floor:
+        if hit.evidence.lexical_rank is not None and (hit.evidence.cosine if hit.evidence.cosine is not None else -1.0) >= floor:
             strong.add(heading)
-    ordered = sorted(best, key=best.get, reverse=True)
+    ordered = sorted(best, key=lambda heading: best[heading], reverse=True)
     return best[ordered[0]], [best[heading] for heading in ordered[1:] if heading in strong]

@@ -235,8 +235,9 @@ def _apply(writer: IndexWriter, item: Listed, previous: DocumentRecord | None, l
     if isinstance(loaded, SourceDocument):
         loaded = replace(loaded, identity=listing.identity(loaded.identity, loaded.depends),
                          state={**(loaded.state or {}), "depends": loaded.depends} if loaded.depends else loaded.state)
-    same = isinstance(loaded, Unchanged) or (previous and not full and previous.content_hash == loaded.content_hash)
-    if same and (isinstance(loaded, Unchanged) or _context_part(previous.identity) == _context_part(loaded.identity)):
+    same = isinstance(loaded, Unchanged) or (previous is not None and not full and previous.content_hash == loaded.content_hash)
+    if isinstance(loaded, Unchanged) or (same and previous is not None
+                                         and _context_part(previous.identity) == _context_part(loaded.identity)):
         if previous and (previous.identity, previous.state) != (loaded.identity, loaded.state):
             writer.keep(item.key, loaded.identity, loaded.state)
         report.counts["unchanged"] += 1

@@ -1,10 +1,18 @@
-"""The values that cross module boundaries: documents and chunks as stored, hits, filters.
+"""The values that cross module boundaries: documents and chunks as stored, hits, filters, what a vector backend
+gives the store.
 
 Sources, the indexer, the store and retrieval pass these, never a chromadb
 result or a raw dict, so each module can change its insides on its own.
 """
 
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # only for annotations: output.py renders records without loading numpy or SQLite code
+    import numpy as np
+
+    from .catalog import Catalog
 
 
 @dataclass
@@ -61,6 +69,47 @@ class StoredChunk:
     document: str = ""  # its document's key
 
 
+# What ranking.py adds to a candidate's evidence, and rerank.py after it, in the order --explain shows them.
+RANKING_FIELDS = ("page_cosine", "rrf", "lead", "collection_weight", "recency", "page_score", "page_bonus", "page_chunks",
+                  "page_closeness", "quota", "rerank")
+
+
+@dataclass
+class Evidence:
+    """What a search knows of one candidate: what retrieval gathered (its rank and score in its collection's lists, an
+    identifier of the question that its page alone holds, its page's closeness) and what ranking made of it. Ranking
+    reads the gathered fields and writes the rest; --explain shows all of them (`shown`). Scores are kept rounded as
+    shown (cosine, BM25 and page_cosine to 4 places, lead to 6), and ranking reads these same values."""
+
+    # retrieval.py
+    dense_rank: int | None = None  # rank in its collection's dense list
+    cosine: float | None = None  # cosine with the question
+    lexical_rank: int | None = None  # rank in its collection's keyword list
+    bm25: float | None = None
+    identifier: str | None = None  # an identifier of the question that its page alone holds in its collection
+    page_cosine: float | None = None  # its page's closeness as a whole (documentation)
+    cosine_after_ranking: bool = False  # the cosine was looked up for the answer only, after ranking
+    # ranking.py: what the order was made of
+    rrf: float | None = None  # reciprocal rank fusion of its two ranks
+    lead: float | None = None  # how far it stands above its collection's runner-up in a list
+    collection_weight: float | None = None
+    recency: float | None = None  # the boost of a recent personal chunk
+    page_score: float | None = None  # its page's best section plus the page's bonus and closeness
+    page_bonus: float | None = None
+    page_chunks: int | None = None  # its page's candidates
+    page_closeness: float | None = None  # what its page's closeness as a whole earned it
+    quota: int | None = None  # the page the personal quota moved it to
+    # rerank.py
+    rerank: float | None = None  # the cross-encoder's score
+
+    def shown(self) -> dict[str, int | float | str]:
+        """The fields set, as --explain prints them: in the order the stages set them (a cosine looked up after ranking
+        comes last)."""
+        names = ["dense_rank", "lexical_rank", "bm25", "identifier", *RANKING_FIELDS]
+        names.insert(1 if self.dense_rank is not None else len(names) if self.cosine_after_ranking else 4, "cosine")
+        return {name: value for name in names if (value := getattr(self, name)) is not None}
+
+
 @dataclass
 class Hit:
     """A chunk found by a search, with how it was found."""
@@ -70,8 +119,13 @@ class Hit:
     score: float  # cosine similarity of chunk and query, clipped to 0..1
     text: str
     metadata: dict
-    explain: dict = field(default_factory=dict)  # ranks and scores of each stage
+    evidence: Evidence = field(default_factory=Evidence)  # ranks and scores of each stage
     document: str = ""  # the key of its document: two roots' notes/todo.md are two documents with one file name
+
+    @property
+    def explain(self) -> dict[str, int | float | str]:
+        """Its evidence as --explain prints it (a copy: ranking reads and writes `evidence`)."""
+        return self.evidence.shown()
 
     @property
     def page(self) -> tuple:
@@ -91,3 +145,23 @@ class Filters:
 
     def __bool__(self) -> bool:
         return bool(self.sources or self.types or self.tags) or self.since is not None or self.until is not None
+
+
+@dataclass(frozen=True)
+class PublishedIndex:
+    """A published index opened for reading: the folder its catalog is in, the catalog, and notes for the caller."""
+
+    folder: Path
+    catalog: "Catalog"
+    notes: tuple[str, ...] = ()  # e.g. CURRENT was unreadable
+
+
+@dataclass(frozen=True)
+class CatchUp:
+    """What turns the generation before the published one into the published one."""
+
+    previous: Path  # the older generation's folder
+    published: Path  # the published generation's folder
+    keys: list[str]  # the documents that differ
+    removed: list[str]  # ids of the chunks only the older one has
+    added: "dict[str, np.ndarray]"  # the chunks only the published one has: id -> vector

@@ -39,14 +39,16 @@ class Registry:
         if self.get(fields.get("id", "")) is not None:
             raise ConfigError(f"a source with id {fields['id']!r} already exists", hint="use --update to change it")
         self._data["sources"].append(dict(fields))
-        return self._revalidate(fields["id"])
+        self._revalidate()
+        return self._spec(fields["id"])
 
     def update(self, source_id: str, fields: dict) -> SourceSpec:
         entry = self._entry(source_id)
         entry.update(fields)
         for key in [key for key, value in entry.items() if value is None]:
             del entry[key]
-        return self._revalidate(source_id)
+        self._revalidate()
+        return self._spec(source_id)
 
     def remove(self, source_id: str) -> bool:
         before = len(self._data["sources"])
@@ -66,12 +68,20 @@ class Registry:
     def _entry(self, source_id: str) -> dict:
         entry = next((e for e in self._data["sources"] if isinstance(e, dict) and e.get("id") == source_id), None)
         if entry is None:
-            raise ConfigError(f"no source with id {source_id!r} in {self.path}", hint="see add_doc_source.py --list")
+            raise self._unknown(source_id)
         return entry
 
-    def _revalidate(self, source_id: str | None = None) -> SourceSpec | None:
+    def _spec(self, source_id: str) -> SourceSpec:
+        spec = self.get(source_id)
+        if spec is None:
+            raise self._unknown(source_id)
+        return spec
+
+    def _unknown(self, source_id: str) -> ConfigError:
+        return ConfigError(f"no source with id {source_id!r} in {self.path}", hint="see add_doc_source.py --list")
+
+    def _revalidate(self) -> None:
         self.sources = validate(self._data, self.path.name)
-        return self.get(source_id) if source_id else None
 
 
 def load(path: Path) -> Registry:

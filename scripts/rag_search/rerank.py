@@ -31,10 +31,10 @@ class CrossEncoderReranker:
         self._model = CrossEncoder(str(path), device="cpu", local_files_only=True)
 
     def rerank(self, query: str, hits: list) -> list:
-        """The hits reordered by the cross-encoder's score (kept in each hit's explain)."""
+        """The hits reordered by the cross-encoder's score (kept in each hit's evidence)."""
         if not hits:
             return hits
         scores = self._model.predict([(query, hit.text) for hit in hits], show_progress_bar=False)
         for hit, score in zip(hits, scores, strict=True):
-            hit.explain["rerank"] = round(float(score), 4)
-        return sorted(hits, key=lambda hit: hit.explain["rerank"], reverse=True)
+            hit.evidence.rerank = round(float(score), 4)
+        return sorted(hits, key=lambda hit: hit.evidence.rerank or 0.0, reverse=True)

@@ -211,8 +211,9 @@ def start(settings: Settings, replacing: bool = False) -> None:
         os.fchmod(log.fileno(), 0o600)
         process = subprocess.Popen([sys.executable, str(SKILL_DIR / "scripts" / "resident.py"), "serve"], stdin=subprocess.PIPE,
                                    stdout=subprocess.DEVNULL, stderr=log, cwd="/", start_new_session=True, close_fds=True)
-    with process.stdin:
-        process.stdin.write(json.dumps(handover).encode() + b"\n")
+    if process.stdin is not None:  # stdin=PIPE made one
+        with process.stdin:
+            process.stdin.write(json.dumps(handover).encode() + b"\n")
 
 
 def held(lock: Path) -> bool:

@@ -233,7 +233,7 @@ class Resident:
 class _Waiting:
     """The connections whose request was taken and not answered yet (queued, or being answered)."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self._lock = threading.Lock()
         self._connections: set[socket.socket] = set()
 

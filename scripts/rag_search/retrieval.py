@@ -293,7 +293,7 @@ def _dense(stores: dict[str, Store], vector: np.ndarray, options: SearchOptions,
     """Each collection's nearest chunks by cosine similarity, ranked within their collection."""
     for store in stores.values():
         for rank, hit in enumerate(store.dense(vector, options.depth, options.filters, options.per_file_candidates), start=1):
-            hit.explain.update(dense_rank=rank, cosine=round(hit.score, 4))
+            hit.evidence.dense_rank, hit.evidence.cosine = rank, round(hit.score, 4)
             candidates[hit.id] = hit
 
 
@@ -301,18 +301,18 @@ def _lexical(stores: dict[str, Store], query: str, options: SearchOptions, candi
     """Each collection's best chunks by BM25 over the same filters, ranked within their collection (BM25 scores of two
     collections are not comparable: their term statistics differ); in hybrid mode only matches that score."""
     terms = lexical.query_terms(query)
-    if not terms:
-        return
     for name, store in stores.items():
-        common = store.common_terms(terms, options.keyword_budget) if options.keyword_budget else frozenset()
+        common = store.common_terms(terms, options.keyword_budget) if options.keyword_budget and terms else frozenset()
         match = lexical.match_expression(terms, common)
+        if match is None:
+            return  # a question of stopwords only matches nothing
         found = [(chunk_id, bm25 / match.scale) for chunk_id, bm25 in
                  store.keyword(match.expression, options.depth, options.filters, options.per_file_candidates)]
         if options.mode == "hybrid":
             found = [(chunk_id, bm25) for chunk_id, bm25 in found if bm25 >= options.min_bm25]
         for rank, (chunk_id, bm25) in enumerate(found, start=1):
             hit = candidates.setdefault(chunk_id, Hit(chunk_id, name, 0.0, "", {}))
-            hit.explain.update(lexical_rank=rank, bm25=round(bm25, 4))
+            hit.evidence.lexical_rank, hit.evidence.bm25 = rank, round(bm25, 4)
 
 
 def _identifier_holders(stores: dict[str, Store], query: str, options: SearchOptions, candidates: dict) -> None:
@@ -322,13 +322,13 @@ def _identifier_holders(stores: dict[str, Store], query: str, options: SearchOpt
         for name, store in stores.items():
             chunk_id = store.sole_holder(term, options.filters)
             if chunk_id is not None:
-                candidates.setdefault(chunk_id, Hit(chunk_id, name, 0.0, "", {})).explain["identifier"] = term
+                candidates.setdefault(chunk_id, Hit(chunk_id, name, 0.0, "", {})).evidence.identifier = term
 
 
 def _fill_text(stores: dict[str, Store], candidates: dict) -> None:
     """Text and metadata for chunks only the keyword search found (ranking needs no vectors)."""
     for name, store in stores.items():
-        missing = [hit for hit in candidates.values() if hit.collection == name and "dense_rank" not in hit.explain]
+        missing = [hit for hit in candidates.values() if hit.collection == name and hit.evidence.dense_rank is None]
         kept = {hit.id for hit in store.fill_text(missing)} if missing else set()
         for hit in missing:
             if hit.id not in kept:
@@ -344,23 +344,22 @@ def _page_closeness(stores: dict[str, Store], vector: np.ndarray, candidates: di
             continue
         records = [hit for hit in hits if hit.metadata.get("kind") in ranking.RECORD_FILES]
         for hit in records:
-            if "cosine" in hit.explain:
-                hit.explain["page_cosine"] = hit.explain["cosine"]
+            hit.evidence.page_cosine = hit.evidence.cosine
         pages = [hit for hit in hits if hit.metadata.get("kind") not in ranking.RECORD_FILES]
         closeness = store.page_closeness(sorted({hit.document for hit in pages}), vector) if pages else {}
         for hit in pages:
             if hit.document in closeness:
-                hit.explain["page_cosine"] = round(closeness[hit.document], 4)
+                hit.evidence.page_cosine = round(closeness[hit.document], 4)
 
 
-def _scored(stores: dict[str, Store], vector: np.ndarray, hits: list[Hit]) -> list[Hit]:
-    """`hits` in order, those found by keyword only given their cosine score; one without a vector is dropped (in the
-    keyword index but not among the vectors: never show it)."""
+def _scored(stores: dict[str, Store], vector: np.ndarray, hits: list[Hit], after_ranking: bool = False) -> list[Hit]:
+    """`hits` in order, those found by keyword only given their cosine score (`after_ranking`: for the answer only); one
+    without a vector is dropped (in the keyword index but not among the vectors: never show it)."""
     for name, store in stores.items():
-        missing = [hit for hit in hits if hit.collection == name and "cosine" not in hit.explain]
+        missing = [hit for hit in hits if hit.collection == name and hit.evidence.cosine is None]
         for hit in store.fill_scores(missing, vector) if missing else []:
-            hit.explain["cosine"] = round(hit.score, 4)
-    return [hit for hit in hits if "cosine" in hit.explain]
+            hit.evidence.cosine, hit.evidence.cosine_after_ranking = round(hit.score, 4), after_ranking
+    return [hit for hit in hits if hit.evidence.cosine is not None]
 
 
 def _first_scored(stores: dict[str, Store], vector: np.ndarray, hits: list[Hit], top_k: int) -> list[Hit]:
@@ -371,7 +370,7 @@ def _first_scored(stores: dict[str, Store], vector: np.ndarray, hits: list[Hit],
     while len(kept) < top_k and start < len(hits):
         batch = hits[start : start + top_k - len(kept)]
         start += len(batch)
-        kept += _scored(stores, vector, batch)
+        kept += _scored(stores, vector, batch, after_ranking=True)
     return kept
 
 

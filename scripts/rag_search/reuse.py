@@ -22,7 +22,9 @@ SAME_VECTORS = ("model_id", "embedding", "dimension")
 
 def same_vectors(stored: dict | None, expected: dict | None) -> bool:
     """Whether an index built as `stored` gives each text the vector `expected` would."""
-    return bool(stored) and bool(expected) and all(stored.get(key) == expected.get(key) for key in SAME_VECTORS)
+    if not stored or not expected:
+        return False
+    return all(stored.get(key) == expected.get(key) for key in SAME_VECTORS)
 
 
 class Donor:

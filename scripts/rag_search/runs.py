@@ -22,7 +22,7 @@ from .generations import INDEX_COMMANDS
 from .indexer import Pipeline
 from .records import IndexedFiles
 from .store import Store, fingerprint
-from .store_writer import disk_full
+from .store_writer import StoreWriter, disk_full
 
 log = logging.getLogger("rag_search")
 
@@ -30,7 +30,7 @@ log = logging.getLogger("rag_search")
 class IndexRun:
     """What a writer gets: the store of the next generation, and the model pipeline when it needs one."""
 
-    def __init__(self, store: Store, settings: Settings):
+    def __init__(self, store: StoreWriter, settings: Settings):
         self.store = store
         self.settings = settings
         self.published = False
@@ -71,8 +71,8 @@ def index_run(settings: Settings, collection: str, fresh: bool = False,
         store.close()
 
 
-def _rebuild(settings: Settings, collection: str, expected: dict, mismatch: FingerprintMismatch,
-             left_out: Callable[[IndexedFiles], list[str]] | None) -> Store:
+def _rebuild(settings: Settings, collection: str, expected: dict | None, mismatch: FingerprintMismatch,
+             left_out: Callable[[IndexedFiles], list[str]] | None) -> StoreWriter:
     """The store of a rebuild, if this run covers everything the published index holds; else FingerprintMismatch."""
     indexed = Store.indexed_files(settings, collection, None)
     missing = ["part of it"] if left_out is None or indexed is None else left_out(indexed)

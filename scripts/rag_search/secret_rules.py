@@ -205,7 +205,9 @@ _MARKDOWN_ESCAPE = re.compile(r"\\([!-/:-@\[-`{-~])")  # a backslash before ASCI
 
 def _without_escapes(text: str) -> tuple[str, list[int]]:
     """`text` with markdown's backslash escapes removed, and for each of its characters its index in `text`."""
-    pieces, origin, last = [], [], 0
+    pieces: list[str] = []
+    origin: list[int] = []
+    last = 0
     for match in _MARKDOWN_ESCAPE.finditer(text):
         pieces.append(text[last : match.start()])
         origin.extend(range(last, match.start()))

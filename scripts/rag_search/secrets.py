@@ -181,7 +181,7 @@ class _JsonWalk:
             secret = key is not None and _secret_under_key(key, value)
         else:  # a number: redacted only under a strong key ("pin": 123456)
             secret = key is not None and key_strength(key) == "strong" and len(text) >= 4 and not is_placeholder(text)
-        if secret and not (self.documentation and is_example_value(text, kind_for(key), self.documented)):
+        if secret and key is not None and not (self.documentation and is_example_value(text, kind_for(key), self.documented)):
             self.counts[kind_for(key)] += 1
             return f"[REDACTED:{kind_for(key)}]"
         return self._text(value) if isinstance(value, str) else value

@@ -28,6 +28,7 @@ from typing import Annotated, Literal
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp.server.mcpserver.tools import Tool
+from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase
 from mcp.types import CallToolResult, TextContent
 from pydantic import AfterValidator, BeforeValidator, ConfigDict, Field, ValidationError
 from pydantic_core import PydanticCustomError
@@ -276,7 +277,8 @@ def _closed(tool: Tool) -> Tool:
     """`tool`, refusing the arguments it does not take, which the SDK ignores (topk: 3 searched with top_k 5), and
     saying so in tools/list (additionalProperties: false)."""
     model = tool.fn_metadata.arg_model
-    closed = type(model.__name__, (model,), {"__module__": model.__module__, "model_config": ConfigDict(extra="forbid")})
+    closed: type[ArgModelBase] = type(model.__name__, (model,),
+                                      {"__module__": model.__module__, "model_config": ConfigDict(extra="forbid")})
     tool.fn_metadata.arg_model = closed
     tool.parameters = closed.model_json_schema(by_alias=True)
     return tool

@@ -28,18 +28,20 @@ import os
 import time
 import uuid
 from pathlib import Path
+from typing import NoReturn
 
 import numpy as np
 
 from .atomic import write_atomically
 from .catalog import Catalog
 from .chunking import Chunk
+from .config import ChromaServer, Settings
 from .datadir import DataDir, make_private_dir
 from .errors import FingerprintMismatch, IndexNotBuilt, IndexWriteError, StoreError, one_line
 from .generations import INDEX_COMMANDS
 from .locking import exclusive_lock
 from .private_files import open_private
-from .records import ChunkRecord, DocumentRecord
+from .records import ChunkRecord, DocumentRecord, Filters, PublishedIndex
 from .vectors import VectorIndex, page_vector
 
 log = logging.getLogger("rag_search")
@@ -95,30 +97,47 @@ class ServerJournal:
 
 
 class ServerVectors:
-    """The server collection a store reads or writes, and what keeps a run on it safe."""
+    """The server collection a store reads or writes, and what keeps a run on it safe: a store.VectorBackend."""
 
     fresh_at_search_time = False  # whether a search may bring changed personal files in first
 
-    def __init__(self, settings, name: str):
+    def __init__(self, settings: Settings, server: ChromaServer, name: str):
         self.settings = settings
         self.name = name
-        self.server = settings.server
+        self.server = server
         self._index: VectorIndex | None = None
-        self._journal: ServerJournal | None = None
+        self._journal: ServerJournal | None = None  # connect() sets it up, with the owner id
         self._owner: str | None = None
         self._deferred: list[str] = []  # ids to delete once the run has published
         self._left: str | None = None  # a rebuild into another collection: the one this machine leaves when it publishes
 
     @property
-    def index(self) -> VectorIndex | None:
+    def index(self) -> VectorIndex:
+        """The server collection this store reads or writes."""
+        if self._index is None:
+            raise RuntimeError(f"the {self.name} index is not connected to {self.server.url}")
         return self._index
+
+    @property
+    def journal(self) -> ServerJournal:
+        """What this run is about to change on the server."""
+        if self._journal is None:
+            raise RuntimeError(f"the {self.name} index is not open for writing")
+        return self._journal
+
+    @property
+    def owner(self) -> str:
+        """This data dir's id on the server: which chunks there are this machine's."""
+        if self._owner is None:
+            raise RuntimeError(f"the {self.name} index is not open for writing")
+        return self._owner
 
     # --- reading ------------------------------------------------------------
 
-    def open_published(self, expected: dict | None = None) -> tuple[Path, Catalog, list[str]]:
-        """(folder, catalog, notes): the server collection for `expected` and this machine's keyword copy of it."""
+    def open_published(self, expected: dict | None = None) -> PublishedIndex:
+        """The server collection for `expected`, and this machine's keyword copy of it (the catalog)."""
         self._index = VectorIndex.open_server(self.server, self.name)
-        self._index = self._index.renamed(self._choose(expected))
+        self._index = self._index.renamed(self._choose(self._index, expected))
         data_dir = DataDir.for_writing(self.settings.data_dir, self.settings.embedding)
         folder = data_dir.path / "server" / f"{self.server.host}_{self.server.port}" / self._index.name
         make_private_dir(folder)
@@ -128,18 +147,28 @@ class ServerVectors:
         except BaseException:
             catalog.close()
             raise
-        return folder, catalog, []
+        return PublishedIndex(folder, catalog)
 
-    def _choose(self, expected: dict | None) -> str:
+    def load(self) -> None:
+        """Nothing to load: the server holds the vectors."""
+
+    def query(self, vector: np.ndarray, n: int, filters: Filters) -> list[tuple[str, float]]:
+        return self.index.query(vector, n, filters)
+
+    def vectors(self, ids: list[str]) -> dict[str, np.ndarray]:
+        return self.index.vectors(ids)
+
+    def _choose(self, server: VectorIndex, expected: dict | None) -> str:
         """The collection to read: the one of `expected`, else one whose vectors answer the same queries, else (without
         `expected`) the one published last."""
-        family = self._index.family()
+        family = server.family()
+        chosen: str | None
         if expected is not None:
             exact = [name for name, stored in family if stored == expected]
             alike = [name for name, stored in family if stored and all(stored.get(k) == expected.get(k) for k in SAME_VECTORS)]
-            chosen = (exact or alike or [None])[0]
+            chosen = next(iter(exact or alike), None)
         else:
-            chosen = max(family, key=lambda entry: self._index.renamed(entry[0]).version(), default=(None,))[0]
+            chosen = max(family, key=lambda entry: server.renamed(entry[0]).version(), default=(None,))[0]
         if chosen is not None:
             return chosen
         if family:
@@ -151,21 +180,21 @@ class ServerVectors:
         return self._index.fingerprint() if self._index is not None else None
 
     def stale(self, folder: Path, catalog: Catalog) -> bool:
-        return self._index.fresh_version() != (catalog.source_state(MIRROR_STATE) or {}).get("version")
+        return self.index.fresh_version() != (catalog.source_state(MIRROR_STATE) or {}).get("version")
 
     def describe(self, folder: Path) -> dict:
         return {"generation": None, "server": self.server.url, "collection": self._index.name if self._index else None}
 
     def _refresh_keyword_copy(self, folder: Path, catalog: Catalog) -> None:
         """Rebuild this machine's keyword index of the server's chunks if the server's version moved."""
-        version = self._index.version()
+        version = self.index.version()
         if (catalog.source_state(MIRROR_STATE) or {}).get("version") == version:
             return
         with exclusive_lock(folder / "rebuild.lock"):
             if (catalog.source_state(MIRROR_STATE) or {}).get("version") == version:
                 return  # another search rebuilt it meanwhile
             catalog.clear()
-            chunks = self._index.chunks()
+            chunks = self.index.chunks()
             catalog.write(keyword_documents(chunks), page_vectors(chunks))
             catalog.set_source_state(MIRROR_STATE, {"version": version})
 
@@ -178,12 +207,18 @@ class ServerVectors:
         """Open this run's collection and resolve what an unfinished run left in it. `catalog` is the published catalog
         (None: nothing published), `published` its chunk ids (None: it cannot be read)."""
         data_dir = self.settings.data_dir
-        self._index = VectorIndex.open_server(self.server, self.name)
-        tracked = self._tracked(catalog)
-        target = collection_name(self.name, expected) if (fresh or catalog is None) else tracked
+        server = VectorIndex.open_server(self.server, self.name)
+        self._index = server
+        tracked = self._tracked(catalog) if catalog is not None else None
+        if fresh or tracked is None:
+            if expected is None:
+                raise RuntimeError("a new collection needs the fingerprint it is written with")
+            target = collection_name(self.name, expected)
+        else:
+            target = tracked
         if tracked is not None and target != tracked and catalog is not None and catalog.chunk_count():
             self._left = tracked
-        self._index = self._index.renamed(target)
+        self._index = server.renamed(target)
         if not fresh and catalog is not None and catalog.chunk_count() and self._index.collection is None:
             raise StoreError(f"the Chroma server at {self.server.url} no longer has the collection {target} that this machine's "
                              f"{self.name} index lives in ({catalog.chunk_count()} chunks); nothing was changed",
@@ -193,28 +228,26 @@ class ServerVectors:
         self._journal = ServerJournal(data_dir / self.name / JOURNAL_FILE, self.server.url, target, self.name)
         self._resolve(published if target == tracked else set())
 
-    def _tracked(self, catalog: Catalog | None) -> str | None:
+    def _tracked(self, catalog: Catalog) -> str:
         """The collection the published catalog's chunks live in (catalogs of earlier versions: the plain name)."""
-        if catalog is None:
-            return None
         return (catalog.source_state(COLLECTION_STATE) or {}).get("name") or self.name
 
     def _resolve(self, keep: set[str] | None) -> None:
-        pending = self._journal.pending()
-        if not pending or self._index.collection is None:
-            self._journal.clear()
+        pending = self.journal.pending()
+        if not pending or self.index.collection is None:
+            self.journal.clear()
             return
         if keep is None:
             return  # the published catalog cannot be read: the rebuild's verify removes what is left over
-        self._index.delete(sorted(pending - keep))
-        self._index.stamp(str(time.time_ns()))  # the unfinished run may have published without telling the readers
+        self.index.delete(sorted(pending - keep))
+        self.index.stamp(str(time.time_ns()))  # the unfinished run may have published without telling the readers
         log.warning("resolved a %s index run that did not finish: %d chunks removed from the Chroma server",
                     self.name, len(pending - keep))
-        self._journal.clear()
+        self.journal.clear()
 
     def states(self) -> dict[str, dict]:
         """What the writer's catalog keeps about the server: which collection its chunks are in."""
-        return {COLLECTION_STATE: {"name": self._index.name}}
+        return {COLLECTION_STATE: {"name": self.index.name}}
 
     def donor_vectors(self, published: Path) -> VectorIndex:
         """The collection the published catalog's chunks live in, through a client of its own (the donor closes it)."""
@@ -227,23 +260,23 @@ class ServerVectors:
 
     def create(self, fingerprint: dict, catalog: Catalog) -> None:
         """The collection of this fingerprint: made if no machine has made it yet; never emptied."""
-        self._index.create(fingerprint, replace=False)
+        self.index.create(fingerprint, replace=False)
 
     def add(self, chunks: list[ChunkRecord], vectors: np.ndarray) -> None:
         """The text and metadata go to the server too, marked as this machine's, since other machines search it."""
         ids = [chunk.id for chunk in chunks]
-        self._journal.record(ids)
-        self._index.add(ids, vectors, [{**chunk.metadata, "owner": self._owner} for chunk in chunks], [chunk.text for chunk in chunks])
+        self.journal.record(ids)
+        self.index.add(ids, vectors, [{**chunk.metadata, "owner": self.owner} for chunk in chunks], [chunk.text for chunk in chunks])
 
     def remove(self, ids: list[str]) -> None:
         """Removals wait until the run has published (searches on other machines still see the published catalog)."""
-        self._journal.record(ids)
+        self.journal.record(ids)
         self._deferred.extend(ids)
 
     def undo(self, ids: list[str]) -> None:
-        self._index.delete(ids)
+        self.index.delete(ids)
 
-    def write_failed(self, exc: Exception):
+    def write_failed(self, exc: Exception) -> NoReturn:
         raise IndexWriteError(f"the Chroma server refused a write to the {self.name} index: {one_line(exc)}") from None
 
     def vector_count(self, chunks: int) -> int:
@@ -253,30 +286,30 @@ class ServerVectors:
     def verify(self, catalog: Catalog, chunks: int) -> str | None:
         """Both directions: every catalogued chunk is on the server; every chunk of ours there is catalogued."""
         ids = catalog.all_chunk_ids()
-        missing = ids - self._index.existing(sorted(ids))
+        missing = ids - self.index.existing(sorted(ids))
         if missing:
             return f"lacks {len(missing)} chunks on the Chroma server"
-        orphans = self._index.ids_where("owner", self._owner) - ids - set(self._deferred)
+        orphans = self.index.ids_where("owner", self.owner) - ids - set(self._deferred)
         if orphans:
             log.warning("removing %d orphan chunks this machine left on the Chroma server (%s index)", len(orphans), self.name)
-            self._index.delete(sorted(orphans))
+            self.index.delete(sorted(orphans))
         return None
 
     def published(self) -> None:
         """The run published: its removals happen now, readers are told, and a collection this machine left loses its
         chunks (and goes, once no machine has any there)."""
-        self._index.delete(self._deferred)
-        self._index.stamp(str(time.time_ns()))
-        self._journal.clear()
+        self.index.delete(self._deferred)
+        self.index.stamp(str(time.time_ns()))
+        self.journal.clear()
         if self._left is not None:
             self._leave(self._left)
 
     def _leave(self, name: str) -> None:
-        old = self._index.renamed(name)
+        old = self.index.renamed(name)
         try:
             if old.collection is None:
                 return
-            old.delete(sorted(old.ids_where("owner", self._owner)))
+            old.delete(sorted(old.ids_where("owner", self.owner)))
             if old.count() == 0:
                 old.drop()
                 log.warning("the %s collection %s on %s is empty and was removed", self.name, name, self.server.url)
@@ -284,15 +317,6 @@ class ServerVectors:
                 old.stamp(str(time.time_ns()))
         except Exception as exc:  # published already: the chunks left behind go with the next rebuild
             log.warning("could not remove this machine's chunks from %s on %s: %s", name, self.server.url, one_line(exc))
-
-    # --- what only a local store has -----------------------------------------
-
-    def catch_up_plan(self, session, catalog: Catalog) -> None:
-        """A server's vectors are not in generations: there is nothing to catch up."""
-        return None
-
-    def forget_added(self) -> None:
-        """No record of added vectors is kept for a server."""
 
     def release(self) -> None:
         """The server connection stays open across a run."""

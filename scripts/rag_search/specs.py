@@ -22,7 +22,7 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 _REF_FORBIDDEN = re.compile(r"[\x00-\x20\x7f~^:?*\[\\]")
 
 # Per type: required fields and optional ones. Every value is a string but `pages`, a list of strings.
-FIELDS = {
+FIELDS: dict[str, dict[str, tuple[str, ...]]] = {
     "git": {"required": ("url",), "optional": ("path", "glob", "version")},
     "web": {"required": ("base_url",), "optional": ("pages", "sitemap")},
     "local": {"required": ("path",), "optional": ("glob",)},

@@ -23,6 +23,7 @@ from .generations import INDEX_COMMANDS
 from .reconcile import plan
 from .sources.files import folder_listing, walk_root
 from .sources.personal import MAX_SKIPPED, SOURCE_ID, recorded_runs, skipped_identities
+from .specs import GitSource
 from .store import COLLECTIONS, Store
 from .timer import timer_state
 
@@ -33,7 +34,7 @@ LARGE_MIN_CHUNKS = 50  # and more chunks than this (in a small index every file 
 
 def collect(settings: Settings, stores: dict[str, Store], with_timer: bool = True) -> dict:
     """The status document; `stores` holds the collections that are built, open for reading."""
-    report = {
+    report: dict[str, object] = {
         "data_dir": str(settings.data_dir),
         "collections": {name: _collection(stores[name]) if name in stores else
                         {"built": False, "hint": f"run {INDEX_COMMANDS[name]}"} for name in COLLECTIONS},
@@ -101,10 +102,8 @@ def _doc_sources(settings: Settings, store: Store | None) -> list[dict] | dict:
     try:
         reg = registry.load(settings.registry)
     except ConfigError as exc:
-        indexed = sorted(store.source_ids()) if store is not None else []
         return {"registry": str(settings.registry), "error": exc.message, "hint": exc.hint,
-                "indexed": [_indexed(store, source_id) for source_id in indexed]}
-    indexed = store.source_ids() if store is not None else set()
+                "indexed": [_indexed(store, source_id) for source_id in sorted(store.source_ids())] if store is not None else []}
     report = []
     for spec in reg.sources:
         entry = reg.describe(spec.id)
@@ -113,11 +112,12 @@ def _doc_sources(settings: Settings, store: Store | None) -> list[dict] | dict:
             "id": spec.id, "type": spec.type, "name": spec.name,
             "documents": store.document_count(spec.id) if store is not None else 0,
             "chunks": store.chunk_count(spec.id) if store is not None else 0,
-            **({"version": spec.version, "commit": state.get("commit")} if spec.type == "git" else {}),
+            **({"version": spec.version, "commit": state.get("commit")} if isinstance(spec, GitSource) else {}),
             **{key: entry.get(key) for key in ("last_indexed", "last_attempt", "last_error")},
         })
-    for source_id in sorted(indexed - {spec.id for spec in reg.sources}):
-        report.append({**_indexed(store, source_id), "registered": False, "hint": "index_docs.py --all removes it"})
+    if store is not None:
+        report += [{**_indexed(store, source_id), "registered": False, "hint": "index_docs.py --all removes it"}
+                   for source_id in sorted(store.source_ids() - {spec.id for spec in reg.sources})]
     return report
 
 

@@ -7,7 +7,13 @@ chromadb collection or the catalog's tables.
 The catalog always lives in local generations (generations.py); the vectors
 live either beside it (local_vectors.py) or on a Chroma server
 (server_vectors.py). Those two backends hold every difference between the
-modes; vector_backend() is the one place that picks one.
+modes, behind the contract this module states (VectorBackend: a Protocol the
+backends keep by their shape, with frozen dataclasses for what crosses it, in
+records.py); vector_backend() is the one place that picks one, and where the
+type checker holds both to the contract. What only one backend can do is a
+contract of its own that the writer checks for: only vectors kept in
+generations can bring the generation before the published one up to date
+instead of copying the index (CatchesUp).
 
 This module reads a published index; writing the next generation is
 store_writer.py's (Store.open_for_writing).
@@ -16,7 +22,9 @@ store_writer.py's (Store.open_for_writing).
 import contextlib
 import logging
 import os
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING, NoReturn, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -27,12 +35,15 @@ from .config import Settings
 from .datadir import COLLECTIONS
 from .embedding import ModelInfo
 from .errors import FingerprintMismatch, IndexNotBuilt, RagSearchError, StoreError, one_line
-from .generations import INDEX_COMMANDS
+from .generations import INDEX_COMMANDS, WriteSession
 from .local_vectors import CATALOG, FINGERPRINT_STATE, LocalVectors
-from .records import DocumentRecord, Filters, Hit, IndexedFiles, StoredChunk
+from .records import CatchUp, ChunkRecord, DocumentRecord, Filters, Hit, IndexedFiles, PublishedIndex, StoredChunk
 from .reuse import same_vectors
 from .server_vectors import ServerVectors
-from .vectors import remove_orphaned_ram_copies
+from .vectors import VectorIndex, remove_orphaned_ram_copies
+
+if TYPE_CHECKING:
+    from .store_writer import StoreWriter
 
 log = logging.getLogger("rag_search")
 
@@ -51,9 +62,115 @@ def fingerprint(model: ModelInfo, embedding: str) -> dict:
     }
 
 
-def vector_backend(settings: Settings, name: str) -> LocalVectors | ServerVectors:
+class VectorBackend(Protocol):
+    """One collection's vectors, for the store that reads them and the writer of its next generation."""
+
+    fresh_at_search_time: bool  # whether a search may bring changed personal files in first
+
+    # --- reading ------------------------------------------------------------
+
+    def open_published(self, expected: dict | None = None) -> PublishedIndex:
+        """The published index, held until close() (on a server: the collection for the fingerprint `expected`)."""
+        ...
+
+    def load(self) -> None:
+        """Open the vectors now rather than at the first query."""
+        ...
+
+    def query(self, vector: np.ndarray, n: int, filters: Filters) -> list[tuple[str, float]]:
+        """The `n` nearest chunks that pass `filters`: (id, cosine similarity), nearest first."""
+        ...
+
+    def vectors(self, ids: list[str]) -> dict[str, np.ndarray]:
+        """The stored vectors of these chunks (a chunk without one is left out)."""
+        ...
+
+    def fingerprint(self) -> dict | None:
+        """The fingerprint the vectors were made with, where they keep one (indexes older than the catalog's)."""
+        ...
+
+    def stale(self, folder: Path, catalog: Catalog) -> bool:
+        """Whether an index run has published since this index was opened."""
+        ...
+
+    def describe(self, folder: Path) -> dict:
+        """Where the vectors are and what they take on disk, for status."""
+        ...
+
+    def close(self) -> None: ...
+
+    # --- writing the next generation ----------------------------------------
+
+    def at(self, folder: Path, reading: bool) -> None:
+        """The catalog moved to `folder` (a work folder, or the published generation while nothing is written)."""
+        ...
+
+    def connect(self, catalog: Catalog | None, published: set[str] | None, expected: dict | None, fresh: bool) -> None:
+        """Before writing: what the published `catalog` (None: nothing published) with chunk ids `published` (None: they
+        cannot be read) needs the vectors to be; `fresh`: a rebuild."""
+        ...
+
+    def create(self, fingerprint: dict, catalog: Catalog) -> None:
+        """A first index or a rebuild: vectors for the fingerprint, empty (or shared, on a server)."""
+        ...
+
+    def states(self) -> dict[str, dict]:
+        """What the writer's catalog keeps about the vectors, by state key."""
+        ...
+
+    def donor_vectors(self, published: Path) -> VectorIndex | None:
+        """The vectors of the published generation `published`, which a rebuild takes what it can from (None: they do not
+        answer)."""
+        ...
+
+    def add(self, chunks: list[ChunkRecord], vectors: np.ndarray) -> None: ...
+
+    def remove(self, ids: list[str]) -> None:
+        """Vectors the catalog no longer has (a server waits until the run has published)."""
+        ...
+
+    def undo(self, ids: list[str]) -> None:
+        """Delete vectors just added, now: the catalog write they belong to failed."""
+        ...
+
+    def write_failed(self, exc: Exception) -> NoReturn:
+        """Raise the error for a failed write of vectors."""
+        ...
+
+    def vector_count(self, chunks: int) -> int:
+        """How many vectors the work generation holds, to compare with the catalog's `chunks`."""
+        ...
+
+    def verify(self, catalog: Catalog, chunks: int) -> str | None:
+        """Why the work generation cannot be published, or None."""
+        ...
+
+    def published(self) -> None:
+        """The work generation was published: what waited for that happens now."""
+        ...
+
+    def release(self) -> None:
+        """Close what lives in the catalog's folder, before it is copied, taken or published."""
+        ...
+
+
+@runtime_checkable
+class CatchesUp(Protocol):
+    """Vectors kept in generations (local_vectors.py), which a run can bring from the generation before the published
+    one to the published one when little changed, instead of copying the index."""
+
+    def catch_up_plan(self, session: WriteSession, catalog: Catalog) -> CatchUp | None:
+        """What to apply to the generation before the published one (None: copy the published one)."""
+        ...
+
+    def catch_up(self, plan: CatchUp, catalog: Catalog) -> None:
+        """Apply `plan` to the older generation, now the work folder holding `catalog`."""
+        ...
+
+
+def vector_backend(settings: Settings, name: str) -> VectorBackend:
     """Where the collection's vectors live: beside the catalog, or on the Chroma server of --chroma-url."""
-    return LocalVectors(settings, name) if settings.server is None else ServerVectors(settings, name)
+    return LocalVectors(settings, name) if settings.server is None else ServerVectors(settings, settings.server, name)
 
 
 def rebuild_hint(name: str) -> str:
@@ -63,7 +180,7 @@ def rebuild_hint(name: str) -> str:
 class Store:
     """One collection's index in one generation, its vectors local or on a server."""
 
-    def __init__(self, name: str, folder: Path, settings: Settings, vectors: LocalVectors | ServerVectors):
+    def __init__(self, name: str, folder: Path, settings: Settings, vectors: VectorBackend):
         self.name = name
         self.folder = folder
         self.settings = settings
@@ -79,19 +196,20 @@ class Store:
         """The published index of `name`, held until close() (on a server: the collection for `expected`)."""
         store = cls(name, settings.data_dir / name, settings, vector_backend(settings, name))
 
-        def open_parts():
-            store.folder, store._catalog, store.notes = store._vectors.open_published(expected)
+        def open_parts() -> None:
+            opened = store._vectors.open_published(expected)
+            store.folder, store._catalog, store.notes = opened.folder, opened.catalog, list(opened.notes)
 
         return store._attach(open_parts)
 
     @classmethod
-    def open_for_writing(cls, settings: Settings, name: str, expected: dict | None, fresh: bool = False) -> "Store":
+    def open_for_writing(cls, settings: Settings, name: str, expected: dict | None, fresh: bool = False) -> "StoreWriter":
         """The next generation of `name`, to write (store_writer.py)."""
         from .store_writer import StoreWriter
 
         return StoreWriter.open(settings, name, expected, fresh)
 
-    def _attach(self, open_parts) -> "Store":
+    def _attach(self, open_parts: Callable[[], None]) -> "Store":
         """Run `open_parts`; if it fails, release what was opened and say which index cannot be opened and how to rebuild it."""
         try:
             open_parts()
@@ -152,18 +270,25 @@ class Store:
         """Remove the copies of an index in memory (a reader's on a full disk) that killed processes of ours left."""
         remove_orphaned_ram_copies()
 
+    @property
+    def _live_catalog(self) -> Catalog:
+        """The catalog this store has open (a closed store has none)."""
+        if self._catalog is None:
+            raise RuntimeError(f"the {self.name} index is closed")
+        return self._catalog
+
     # --- what is indexed ----------------------------------------------------
 
     def built_as(self) -> dict | None:
         """The fingerprint the index was built with (None if unknown)."""
         with self._reading():
-            return self._catalog.source_state(FINGERPRINT_STATE) or self._vectors.fingerprint()
+            return self._live_catalog.source_state(FINGERPRINT_STATE) or self._vectors.fingerprint()
 
     def load_vectors(self) -> None:
         """Open the vectors now rather than at the first query: a search's child process loads them while its parent
         embeds the query."""
         with self._reading():
-            self._vectors.index  # noqa: B018 (opening is the point)
+            self._vectors.load()
 
     def check_built_as(self, expected: dict) -> str | None:
         """None if the index was built as `expected` says; a note saying to reindex if only the chunking differs (its
@@ -177,43 +302,43 @@ class Store:
         raise FingerprintMismatch(described, hint=f"reindex: {INDEX_COMMANDS[self.name]} --full")
 
     def documents(self, source_id: str | None = None, key_prefix: str | None = None, min_chunks: int = 0) -> dict[str, DocumentRecord]:
-        return self._catalog.documents(source_id, key_prefix, min_chunks)
+        return self._live_catalog.documents(source_id, key_prefix, min_chunks)
 
     def source_ids(self) -> set[str]:
-        return self._catalog.source_ids()
+        return self._live_catalog.source_ids()
 
     def source_state(self, source_id: str) -> dict | None:
-        return self._catalog.source_state(source_id)
+        return self._live_catalog.source_state(source_id)
 
     def chunk_count(self, source_id: str | None = None) -> int:
         with self._reading():
-            return self._catalog.chunk_count(source_id)
+            return self._live_catalog.chunk_count(source_id)
 
     def document_count(self, source_id: str | None = None) -> int:
         with self._reading():
-            return self._catalog.document_count(source_id)
+            return self._live_catalog.document_count(source_id)
 
     def find_documents(self, reference: str) -> list[DocumentRecord]:
         """The documents a reference names: the file a result shows, a path on disk, a page URL, or a document key."""
         with self._reading():
-            return self._catalog.find_documents(reference)
+            return self._live_catalog.find_documents(reference)
 
     def document_of_chunk(self, chunk_id: str) -> DocumentRecord | None:
         """The document holding the chunk `chunk_id`, or None if this index has no such chunk."""
         with self._reading():
-            key = self._catalog.document_of_chunk(chunk_id)
-            return self._catalog.documents(key_prefix=key).get(key) if key else None
+            key = self._live_catalog.document_of_chunk(chunk_id)
+            return self._live_catalog.documents(key_prefix=key).get(key) if key else None
 
     def document_chunks(self, key: str) -> list[StoredChunk]:
         """One document's chunks, in the document's order."""
         with self._reading():
-            return self._catalog.document_chunks(key)
+            return self._live_catalog.document_chunks(key)
 
     def is_stale(self) -> bool:
         """Whether the published index is no longer the one this store reads: an index run published since it was
         opened, or the collection was deleted, built again or restored from a copy."""
         with self._reading():
-            return self._vectors.stale(self.folder, self._catalog)
+            return self._vectors.stale(self.folder, self._live_catalog)
 
     def generation(self) -> dict:
         """What this store reads: the generation's name, when it was published and its size on disk (locally); and
@@ -222,11 +347,11 @@ class Store:
 
     def keyword_ids(self) -> set[str]:
         """Ids of the chunks in the keyword index (to check it agrees with the vectors)."""
-        return self._catalog.keyword_index_ids()
+        return self._live_catalog.keyword_index_ids()
 
     def all_chunks(self) -> list[StoredChunk]:
         with self._reading():
-            return self._catalog.all_chunks()
+            return self._live_catalog.all_chunks()
 
     # --- searching ----------------------------------------------------------
 
@@ -234,43 +359,43 @@ class Store:
         """The `depth` nearest chunks by cosine similarity, nearest first, at most `per_document` of one document
         (0: no limit)."""
         with self._reading():
-            found = self._vectors.index.query(vector, depth * POOL if per_document else depth, filters)
+            found = self._vectors.query(vector, depth * POOL if per_document else depth, filters)
             if per_document:
-                documents = self._catalog.document_keys([chunk_id for chunk_id, _ in found])
+                documents = self._live_catalog.document_keys([chunk_id for chunk_id, _ in found])
                 found = capped([(chunk_id, cosine, documents.get(chunk_id, "")) for chunk_id, cosine in found],
                                per_document)[:depth]
-            stored = self._catalog.stored_chunks([chunk_id for chunk_id, _ in found])
+            stored = self._live_catalog.stored_chunks([chunk_id for chunk_id, _ in found])
         return [Hit(chunk_id, self.name, _clip(cosine), chunk.text, chunk.metadata, document=chunk.document)
                 for chunk_id, cosine in found if (chunk := stored.get(chunk_id)) is not None]
 
     def matching(self, filters: Filters, limit: int = 10_000) -> list[StoredChunk]:
         """Up to `limit` chunks that pass `filters`, oldest written first: records listed by their fields, without a query."""
         with self._reading():
-            return self._catalog.matching(filters, limit)
+            return self._live_catalog.matching(filters, limit)
 
     def keyword(self, match: str, depth: int, filters: Filters, per_document: int = 0) -> list[tuple[str, float]]:
         """(chunk id, BM25 score) of the best keyword matches, best first, at most `per_document` of one document."""
         with self._reading():
-            return self._catalog.keyword_search(match, depth, filters, per_document)
+            return self._live_catalog.keyword_search(match, depth, filters, per_document)
 
     def sole_holder(self, term: str, filters: Filters) -> str | None:
         """The chunk that best matches the index term `term` when one document alone holds it (among the chunks that pass
         `filters`); None when none or several do."""
         match = lexical.phrase(term)
         with self._reading():
-            if len(self._catalog.documents_matching(match, filters, 2)) != 1:
+            if len(self._live_catalog.documents_matching(match, filters, 2)) != 1:
                 return None
-            return self._catalog.keyword_search(match, 1, filters)[0][0]
+            return self._live_catalog.keyword_search(match, 1, filters)[0][0]
 
     def common_terms(self, terms: list[str], budget: int) -> frozenset[str]:
         """The most common of `terms`, as few as leave the others in at most `budget` of the collection's chunks."""
         with self._reading():
-            return self._catalog.common_terms(terms, budget)
+            return self._live_catalog.common_terms(terms, budget)
 
     def fill_text(self, hits: list[Hit]) -> list[Hit]:
         """Text and metadata for hits found by keyword only; hits the catalog lacks are dropped."""
         with self._reading():
-            stored = self._catalog.stored_chunks([hit.id for hit in hits])
+            stored = self._live_catalog.stored_chunks([hit.id for hit in hits])
         for hit in hits:
             if hit.id in stored:
                 hit.text, hit.metadata, hit.document = stored[hit.id].text, stored[hit.id].metadata, stored[hit.id].document
@@ -280,19 +405,19 @@ class Store:
         """{document key: the cosine of its page vector and `vector`}: how close each page is as a whole (a document
         of an index built before page vectors has none)."""
         with self._reading():
-            return {key: float(np.dot(page, vector)) for key, page in self._catalog.page_vectors(keys).items()}
+            return {key: float(np.dot(page, vector)) for key, page in self._live_catalog.page_vectors(keys).items()}
 
     def fill_scores(self, hits: list[Hit], vector: np.ndarray) -> list[Hit]:
         """The cosine score of hits found by keyword only; hits without a stored vector are dropped."""
         with self._reading():
-            vectors = self._vectors.index.vectors([hit.id for hit in hits])
+            vectors = self._vectors.vectors([hit.id for hit in hits])
         for hit in hits:
             if hit.id in vectors:
                 hit.score = _clip(float(np.dot(vectors[hit.id], vector)))
         return [hit for hit in hits if hit.id in vectors]
 
     @contextlib.contextmanager
-    def _reading(self):
+    def _reading(self) -> Iterator[None]:
         try:
             yield
         except RagSearchError:

@@ -17,6 +17,7 @@ import math
 import os
 from collections.abc import Callable
 from pathlib import Path
+from typing import NoReturn
 
 import numpy as np
 
@@ -29,7 +30,7 @@ from .generations import INDEX_COMMANDS
 from .local_vectors import CATALOG, FINGERPRINT_STATE, folder_size
 from .records import ChunkRecord, DocumentRecord
 from .reuse import Donor, same_vectors
-from .store import Store, describe, rebuild_hint, vector_backend
+from .store import CatchesUp, Store, VectorBackend, describe, rebuild_hint, vector_backend
 from .vector_file import VectorFile, unpublished_path
 from .vectors import page_vector
 
@@ -41,7 +42,7 @@ MB = 1024 * 1024
 class StoreWriter(Store):
     """The next generation of one collection, written by one index run under the collection's write lock."""
 
-    def __init__(self, name: str, folder: Path, settings: Settings, vectors):
+    def __init__(self, name: str, folder: Path, settings: Settings, vectors: VectorBackend):
         super().__init__(name, folder, settings, vectors)
         self.rebuilt = False  # whether this run builds the collection from empty
         self._session: generations.WriteSession | None = None
@@ -74,8 +75,15 @@ class StoreWriter(Store):
             raise
         return store
 
+    @property
+    def _live_session(self) -> generations.WriteSession:
+        """This run's write lock and work folder (a closed writer has none)."""
+        if self._session is None:
+            raise RuntimeError(f"the {self.name} index is not open for writing")
+        return self._session
+
     def _open(self, fresh: bool) -> None:
-        session, expected = self._session, self._expected
+        session, expected = self._live_session, self._expected
         if session.base is not None:
             self._attach(lambda: self._open_catalog(writable=False))
             stored = self.built_as()
@@ -84,7 +92,7 @@ class StoreWriter(Store):
                                           f"{describe(expected)}", hint=f"rebuild it: {INDEX_COMMANDS[self.name]}")
         elif expected is None:
             raise IndexNotBuilt(f"the {self.name} index has not been built yet", hint=f"run {INDEX_COMMANDS[self.name]}")
-        published = self._published_catalog() if session.base is None and session.published is not None else None
+        published = self._published_catalog(session.published) if session.base is None and session.published is not None else None
         try:
             self._attach(lambda: self._vectors.connect(published or self._catalog, _chunk_ids(published or self._catalog),
                                                        expected, fresh))
@@ -98,15 +106,19 @@ class StoreWriter(Store):
         """A first index or a rebuild: an empty generation with a new collection; the index it replaces (`published`)
         offers the vectors of texts it has in common."""
         self.rebuilt = True
-        if published is not None and same_vectors(_state(published, FINGERPRINT_STATE), self._expected):
-            self._donor = Donor.open(published, lambda: self._vectors.donor_vectors(self._session.published))
+        folder = self._live_session.published
+        if published is not None and folder is not None and same_vectors(_state(published, FINGERPRINT_STATE), self._expected):
+            self._donor = Donor.open(published, lambda: self._vectors.donor_vectors(folder))
         self._start_writing()
-        self._attach(lambda: self._vectors.create(self._expected, self._catalog))
+        expected = self._expected
+        if expected is None:
+            raise RuntimeError("a new index needs a store opened with the fingerprint it writes with")
+        self._attach(lambda: self._vectors.create(expected, self._live_catalog))
 
-    def _published_catalog(self) -> Catalog | None:
+    def _published_catalog(self, folder: Path) -> Catalog | None:
         """The published catalog, read while a rebuild replaces it (for its vectors and, on a server, its collection)."""
         try:
-            return Catalog(self._session.published / CATALOG, writable=False, any_schema=True)
+            return Catalog(folder / CATALOG, writable=False, any_schema=True)
         except Exception as exc:
             log.warning("the %s index being replaced cannot be read (%s)", self.name, one_line(exc))
             return None
@@ -119,33 +131,36 @@ class StoreWriter(Store):
     def _start_writing(self) -> None:
         """Before the first write: reopen the index on a work folder. That is the generation before the published one
         brought up to date when that is cheap and no search holds it (generations.py), else a copy of the published one."""
-        if self._session.folder is not None:
+        session = self._live_session
+        if session.folder is not None:
             return
         if self._expected is not None and self._unpublished is None:
             model = f"{self._expected['model_id']}-{self._expected['embedding']}"
-            self._unpublished = VectorFile(unpublished_path(self._session.root, model), self._expected["dimension"])
-        plan = self._vectors.catch_up_plan(self._session, self._catalog) if self._catalog is not None else None
+            self._unpublished = VectorFile(unpublished_path(session.root, model), self._expected["dimension"])
+        vectors = self._vectors  # only vectors kept in generations catch up (store.CatchesUp)
+        plan = vectors.catch_up_plan(session, self._catalog) if isinstance(vectors, CatchesUp) and self._catalog is not None else None
         self._open_work(plan.previous if plan is not None else None)
-        if self._session.reused:
-            log.debug("bringing %s up to date instead of copying %s", plan.previous.name, self._session.base.name)
+        if isinstance(vectors, CatchesUp) and plan is not None and session.reused:
+            log.debug("bringing %s up to date instead of copying %s", plan.previous.name, plan.published.name)
             try:
-                self._vectors.catch_up(plan, self._catalog, self._session.base)
+                vectors.catch_up(plan, self._live_catalog)
             except Exception as exc:
                 if is_disk_full(exc):
-                    raise disk_full(self._session.root, [self._session.name]) from None
+                    raise disk_full(session.root, [session.name]) from None
                 log.warning("could not bring the %s generation before the current one up to date (%s): copying the "
                             "current one instead", self.name, one_line(exc))
                 self._close_local()
-                self._session.restart()
+                session.restart()
                 self._open_work(None)
         for key, state in {**({FINGERPRINT_STATE: self._expected} if self._expected else {}), **self._vectors.states()}.items():
-            self._catalog.set_source_state(key, state)
+            self._live_catalog.set_source_state(key, state)
 
     def _open_work(self, previous: Path | None) -> None:
-        root = self._session.root
+        session = self._live_session
+        root = session.root
         self._close_local()
         try:
-            self.folder = self._session.start(previous)
+            self.folder = session.start(previous)
         except OSError as exc:
             raise cannot_prepare(root, exc) from None
         except Exception as exc:  # sqlite3 errors while copying a damaged generation
@@ -180,8 +195,8 @@ class StoreWriter(Store):
     def reusable_vectors(self, text_hashes: list[str]) -> dict[str, np.ndarray]:
         """Vectors of texts with these hashes: stored in this index, in the index a rebuild replaces, or embedded by a run
         that did not publish (killed, failed); all of the same model and graph."""
-        ids = self._catalog.ids_for_text_hashes(text_hashes)
-        vectors = self._vectors.index.vectors(sorted(set(ids.values()))) if ids else {}
+        ids = self._live_catalog.ids_for_text_hashes(text_hashes)
+        vectors = self._vectors.vectors(sorted(set(ids.values()))) if ids else {}
         found = {text_hash: vectors[chunk_id] for text_hash, chunk_id in ids.items() if chunk_id in vectors}
         for more in (self._donor, self._unpublished):
             if more is not None:
@@ -198,12 +213,12 @@ class StoreWriter(Store):
         if self._expected is None:
             raise RuntimeError("write() needs a store opened with the fingerprint it writes with")
         self._start_writing()
-        old_ids = set(self._catalog.chunk_ids([record.key for record, _ in items]))
+        old_ids = set(self._live_catalog.chunk_ids([record.key for record, _ in items]))
         chunks = [chunk for _, document_chunks in items for chunk in document_chunks]
         fresh = list({chunk.id: chunk for chunk in chunks if chunk.id not in old_ids}.values())
         stale = sorted(old_ids - {chunk.id for chunk in chunks})
         vectors = embed(fresh) if fresh else np.zeros((0, 0), np.float32)
-        if fresh:
+        if fresh and self._unpublished is not None:  # _start_writing opened it: this run has a fingerprint
             self._unpublished.put([chunk.text_hash for chunk in fresh], vectors)
         try:
             self._vectors.add(fresh, vectors)
@@ -213,7 +228,7 @@ class StoreWriter(Store):
             self._vectors.write_failed(exc)
         embedded = dict(zip([chunk.id for chunk in fresh], vectors, strict=True))
         try:
-            self._catalog.write(items, self._page_vectors(items, embedded))
+            self._live_catalog.write(items, self._page_vectors(items, embedded))
         except Exception as exc:
             self._undo([chunk.id for chunk in fresh], exc)
         self._vectors.remove(stale)
@@ -223,8 +238,8 @@ class StoreWriter(Store):
         """{document key: the normalised mean of its chunks' vectors}, from the vectors just embedded and, for chunks
         kept from the document's earlier version, those in the index."""
         kept = [chunk.id for _, chunks in items for chunk in chunks if chunk.id not in fresh]
-        known = {**(self._vectors.index.vectors(kept) if kept else {}), **fresh}
-        page_vectors = {}
+        known = {**(self._vectors.vectors(kept) if kept else {}), **fresh}
+        page_vectors: dict[str, np.ndarray] = {}
         for record, chunks in items:
             if found := [known[chunk.id] for chunk in chunks if chunk.id in known]:
                 page_vectors[record.key] = page_vector(found)
@@ -234,9 +249,9 @@ class StoreWriter(Store):
         """Remove documents and their chunks; returns the number of chunks removed."""
         if keys:
             self._start_writing()
-        ids = self._catalog.chunk_ids(keys)
+        ids = self._live_catalog.chunk_ids(keys)
         try:
-            self._catalog.remove(keys)
+            self._live_catalog.remove(keys)
         except Exception as exc:
             self._undo([], exc)
         self._vectors.remove(ids)
@@ -246,20 +261,20 @@ class StoreWriter(Store):
         """New (key, identity, state) for documents whose content did not change."""
         if updates:
             self._start_writing()
-            self._catalog.touch(updates)
+            self._live_catalog.touch(updates)
 
     def set_source_state(self, source_id: str, state: dict | None) -> None:
-        if state != self._catalog.source_state(source_id):
+        if state != self._live_catalog.source_state(source_id):
             self._start_writing()
-            self._catalog.set_source_state(source_id, state)
+            self._live_catalog.set_source_state(source_id, state)
 
     def remove_source(self, source_id: str) -> int:
         """Every chunk and the saved state of one source; returns the number of chunks removed."""
-        removed = self.remove(list(self._catalog.documents(source_id)))
+        removed = self.remove(list(self._live_catalog.documents(source_id)))
         self.set_source_state(source_id, None)
         return removed
 
-    def _undo(self, added: list[str], exc: Exception):
+    def _undo(self, added: list[str], exc: Exception) -> NoReturn:
         """The catalog write failed after the vectors were added: delete them again, then raise."""
         if is_disk_full(exc):
             raise exc  # the run stops and its work folder goes: nothing to undo
@@ -276,7 +291,7 @@ class StoreWriter(Store):
         """Verify the work generation and publish it, if this run changed anything; True if published."""
         if self._session is None:
             raise RuntimeError("commit() needs a store opened for writing")
-        if not self._catalog.changed:
+        if not self._live_catalog.changed:
             return False
         try:
             self.verify()
@@ -306,12 +321,12 @@ class StoreWriter(Store):
         """Check the work generation before it is published: vectors, catalog and keyword index hold the same chunks,
         and the vectors answer queries. Through the connections this run wrote with: opening the generation again would
         load the whole vector graph a second time, the largest part of a small refresh of a large index."""
-        chunks, keyword_rows, shared = self._catalog.agreement()
+        chunks, keyword_rows, shared = self._live_catalog.agreement()
         vector_count = self._vectors.vector_count(chunks)
         if not chunks == keyword_rows == shared == vector_count:
             raise StoreError(f"the new {self.name} index is inconsistent ({vector_count} vectors, {chunks} chunks, "
                              f"{keyword_rows} keyword rows); the previous index still serves", hint=rebuild_hint(self.name))
-        problem = self._vectors.verify(self._catalog, chunks)
+        problem = self._vectors.verify(self._live_catalog, chunks)
         if problem:
             raise StoreError(f"the new {self.name} index {problem}; the previous index still serves", hint=rebuild_hint(self.name))
 

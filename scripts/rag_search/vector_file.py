@@ -43,6 +43,8 @@ class VectorFile:
             self._db = sqlite3.connect(sqlite_uri(path, mode="ro", immutable="1"), uri=True)
 
     def get(self, keys: list[str]) -> dict[str, np.ndarray]:
+        if self._dimension is None:
+            raise RuntimeError(f"reading {self.path} needs the dimension of its vectors")
         found: dict[str, np.ndarray] = {}
         for start in range(0, len(keys), _BATCH):
             batch = keys[start : start + _BATCH]

@@ -234,18 +234,16 @@ class VectorIndex:
             out.update(zip(page["ids"], (np.asarray(vector, dtype=np.float32) for vector in page["embeddings"]), strict=True))
         return out
 
-    def pages(self, with_vectors: bool = False) -> Iterator[tuple[list[str], list[str | None], list[dict], np.ndarray | None]]:
-        """Every chunk, a page at a time: ids, texts (None where the collection holds none), metadatas and, if asked,
-        vectors."""
-        include = ["documents", "metadatas", *(["embeddings"] if with_vectors else [])]
+    def pages(self) -> Iterator[tuple[list[str], list[str | None], list[dict], np.ndarray]]:
+        """Every chunk, a page at a time: ids, texts (None where the collection holds none), metadatas and vectors."""
         for offset in range(0, self.count(), BATCH):
-            page = self.collection.get(include=include, limit=BATCH, offset=offset)
-            vectors = np.asarray(page["embeddings"], np.float32) if with_vectors else None
+            page = self.collection.get(include=["documents", "metadatas", "embeddings"], limit=BATCH, offset=offset)
+            vectors = np.asarray(page["embeddings"], np.float32)
             yield page["ids"], list(page["documents"]), [dict(metadata or {}) for metadata in page["metadatas"]], vectors
 
     def chunks(self) -> list[tuple[str, str, dict, np.ndarray]]:
         """(id, text, metadata, vector) of every chunk: a server collection's content, for a machine's keyword copy."""
-        return [(chunk_id, text or "", metadata, vector) for ids, texts, metadatas, vectors in self.pages(with_vectors=True)
+        return [(chunk_id, text or "", metadata, vector) for ids, texts, metadatas, vectors in self.pages()
                 for chunk_id, text, metadata, vector in zip(ids, texts, metadatas, vectors, strict=True)]
 
     def query(self, vector: np.ndarray, n: int, filters: Filters) -> list[tuple[str, float]]:
@@ -319,7 +317,7 @@ def page_vector(vectors: list[np.ndarray]) -> np.ndarray:
 
 def where(filters: Filters) -> dict | None:
     """The ChromaDB metadata filter for sources, dates, record types and tags (a tag matches a whole element of `tags`)."""
-    clauses = []
+    clauses: list[dict] = []
     if filters.sources:
         clauses.append({"source_id": {"$in": list(filters.sources)}})
     if filters.types:

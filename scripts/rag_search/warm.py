@@ -26,7 +26,7 @@ class WarmIndex:
         self.settings = settings
         self.freshness_pause = freshness_pause
         self._searcher: Searcher | None = None
-        self._reranker = None  # the cross-encoder, loaded on the first search that asks for it
+        self._reranker: CrossEncoderReranker | None = None  # the cross-encoder, loaded on the first search that asks for it
         self._looked_at = float("-inf")  # when the personal roots were last compared with the index
         self._stale: dict | None = None  # what that look found and could not bring in
         self.stale_note: str | None = None  # and its one-line note for stderr

@@ -19,6 +19,7 @@ from ..reconcile import Listing, Report, reconcile
 from ..records import IndexedFiles
 from ..specs import GitSource, LocalSource, SourceSpec, WebSource
 from ..store import Store
+from ..store_writer import StoreWriter
 from .git import git_listing
 from .local import local_listing
 from .web import web_listing
@@ -33,7 +34,7 @@ def sources_left_out(indexed: IndexedFiles, chosen: set[str]) -> list[str]:
     return sorted({key.split(":", 1)[0] for key in indexed.documents} - chosen)
 
 
-def index_sources(store: Store, pipeline: Pipeline, specs: list[SourceSpec], settings: Settings,
+def index_sources(store: StoreWriter, pipeline: Pipeline, specs: list[SourceSpec], settings: Settings,
                   full: bool = False, allow_shrink: bool = False, quiet: bool = False) -> list[dict]:
     """Refresh each source in turn; returns one summary per source."""
     fetcher = WebFetcher(timeout=settings.web_timeout_seconds, max_bytes=settings.web_max_page_bytes)
@@ -43,7 +44,7 @@ def index_sources(store: Store, pipeline: Pipeline, specs: list[SourceSpec], set
         fetcher.close()
 
 
-def _index_one(store: Store, pipeline: Pipeline, spec: SourceSpec, settings: Settings, fetcher: WebFetcher,
+def _index_one(store: StoreWriter, pipeline: Pipeline, spec: SourceSpec, settings: Settings, fetcher: WebFetcher,
                full: bool, allow_shrink: bool, quiet: bool) -> dict:
     started = time.monotonic()
     summary: dict = {"id": spec.id, "type": spec.type}
@@ -120,7 +121,7 @@ def record_runs(registry_file: Path, summaries: list[dict]) -> None:
         log.warning("indexed, but could not record the outcome in %s: %s", registry_file, exc)
 
 
-def prune_sources(store: Store, data_dir: Path, keep: set[str]) -> list[str]:
+def prune_sources(store: StoreWriter, data_dir: Path, keep: set[str]) -> list[str]:
     """Remove chunks, state and working files (clones, pages) of sources no longer in the registry."""
     removed = sorted(store.source_ids() - keep)
     for source_id in removed:

@@ -238,12 +238,20 @@ def file_identity(path: Path) -> str | None:
     return f"{info.st_size}:{info.st_mtime_ns}"
 
 
+def listed_kind(path: str) -> str:
+    """The kind of a listed file: listings hold only files of a kind that is indexed (parsing.kind_of)."""
+    kind = kind_of(path)
+    if kind is None:
+        raise Skip("not a kind of file that is indexed")
+    return kind
+
+
 def _load_file(entry: FileEntry, source_id: str, max_bytes: int, file_prefix: str, previous) -> SourceDocument:
     try:
         text, encoding = read_text(entry.path, max_bytes)
     except SkipFile as exc:
         raise Skip(str(exc)) from None
-    kind = kind_of(entry.rel)
+    kind = listed_kind(entry.rel)
     text, warnings, included = expand_page(kind, text, entry.path, entry.root, max_bytes)
     real_root = entry.root.resolve()
     return SourceDocument(

@@ -41,7 +41,7 @@ from ..parsing import kind_of
 from ..reconcile import Listed, Listing, Skip
 from ..secrets import is_secret_file, warn_secret_files
 from ..specs import GitSource, glob_spec
-from .files import SkipFile, read_text
+from .files import SkipFile, listed_kind, read_text
 
 log = logging.getLogger("rag_search")
 
@@ -103,7 +103,7 @@ def _load(spec: GitSource, path: str, blob: str, context: dict, max_bytes: int, 
         text, encoding = read_text(context["worktree"] / path, max_bytes)
     except SkipFile as exc:
         raise Skip(str(exc)) from None
-    kind = kind_of(path)
+    kind = listed_kind(path)
     text, warnings, included = expand_page(kind, text, context["worktree"] / path, context["root"], max_bytes)
     worktree = context["worktree"].resolve()
     return SourceDocument(

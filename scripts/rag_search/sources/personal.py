@@ -27,6 +27,7 @@ from ..locking import exclusive_lock
 from ..reconcile import COUNTS, reconcile
 from ..records import IndexedFiles
 from ..store import Store
+from ..store_writer import StoreWriter
 from .files import FileEntry, WalkResult, folder_listing, relative_name, walk_root
 
 log = logging.getLogger("rag_search")
@@ -109,12 +110,12 @@ def check_rebuild(left: list[str], allowed: bool) -> None:
                            hint="make them available and rerun, --forget the roots you no longer want, or pass --allow-shrink")
 
 
-def remember_roots(store: Store, roots: list[Path]) -> None:
+def remember_roots(store: StoreWriter, roots: list[Path]) -> None:
     """Record the roots the index holds, so a plain run refreshes them all."""
     store.set_source_state(SOURCE_ID, {"roots": sorted({str(root) for root in roots})})
 
 
-def forget_root(store: Store, root: Path, recorded: list[Path], reported: bool) -> int:
+def forget_root(store: StoreWriter, root: Path, recorded: list[Path], reported: bool) -> int:
     """Remove a root from the index: its chunks and its place among the remembered roots (`reported`: status.py lists
     it, from an earlier run). Returns chunks removed."""
     keys = list(store.documents(SOURCE_ID, key_prefix=f"{SOURCE_ID}:{root}{os.sep}"))
@@ -125,7 +126,7 @@ def forget_root(store: Store, root: Path, recorded: list[Path], reported: bool) 
     return store.remove(keys)
 
 
-def index_personal(store: Store, pipeline: Pipeline, roots: list[Path], settings: Settings,
+def index_personal(store: StoreWriter, pipeline: Pipeline, roots: list[Path], settings: Settings,
                    full: bool = False, allow_shrink: bool = False, quiet: bool = False) -> dict:
     """Bring each root's documents in the personal collection in line with the root; returns the run summary."""
     started = time.monotonic()
@@ -167,7 +168,7 @@ def index_personal(store: Store, pipeline: Pipeline, roots: list[Path], settings
     }
 
 
-def index_files(store: Store, pipeline: Pipeline, settings: Settings, paths: list[Path], roots: list[Path]) -> dict:
+def index_files(store: StoreWriter, pipeline: Pipeline, settings: Settings, paths: list[Path], roots: list[Path]) -> dict:
     """Bring these files (new, changed or deleted) in line in the personal collection without walking their roots:
     what memory.py add and a search's freshness check need, in milliseconds plus the embedding of what changed.
     The counts include the files skipped (with why), which these callers report as news."""

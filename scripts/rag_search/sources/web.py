@@ -55,10 +55,10 @@ def _load_page(spec: WebSource, url: str, shown: str, fetcher: WebFetcher, data_
         return Unchanged(None, state)
     if page.status == "gone":
         remove_page(data_dir, spec.id, shown)
-        return Gone(page.error)
+        return Gone(page.error or "gone")
     if page.status == "failed":
-        raise Skip(page.error, failed=True)
-    text = page.markdown
+        raise Skip(page.error or "failed", failed=True)
+    text = page.markdown or ""  # set when the page changed
     if page.title and not text.lstrip().startswith("# "):
         text = f"# {page.title}\n\n{text}"
     digest = content_hash(text.encode("utf-8"))
