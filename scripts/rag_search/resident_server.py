@@ -194,7 +194,7 @@ class Resident:
             return
         name, arguments = request.get("command"), request.get("args")
         known = isinstance(name, str) and name in answers.COMMANDS  # a list is unhashable
-        if not known or not isinstance(arguments, dict) or not all(map(_is_option, arguments)):
+        if not (known and isinstance(name, str) and isinstance(arguments, dict) and all(map(_is_option, arguments))):
             self._reply(connection, {"stale": True})
             return
         args = argparse.Namespace(**arguments)
