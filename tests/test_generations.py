@@ -361,13 +361,14 @@ def test_a_work_generation_that_disagrees_with_itself_is_never_published(damage,
     from rag_search.config import load_settings
     from rag_search.embedding import find_model
     from rag_search.errors import StoreError
-    from rag_search.store import Store, fingerprint
+    from rag_search.store import fingerprint
+    from rag_search.store_writer import StoreWriter
 
     data = tmp_path / "data"
     assert index(data, state_dir).code == 0
     before, published = comparable(data), current(data)
     settings = load_settings(data_dir=str(data))
-    store = Store.open_for_writing(settings, "personal", fingerprint(find_model(), settings.embedding))
+    store = StoreWriter.open(settings, "personal", fingerprint(find_model(), settings.embedding))
     try:
         keys = sorted(store.documents())
         assert store.remove(keys[:1]) > 0

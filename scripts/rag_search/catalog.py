@@ -15,6 +15,7 @@ by every run that writes, and read back by every search.
 
 import json
 import sqlite3
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -447,3 +448,12 @@ def _filter_columns(metadata: dict) -> tuple[str | None, str | None]:
     tags = metadata.get("tags")
     kind = metadata.get("type")
     return (kind if isinstance(kind, str) else None), ("," + ",".join(tags) + "," if isinstance(tags, list) and tags else None)
+
+
+@dataclass(frozen=True)
+class PublishedIndex:
+    """A published index opened for reading: the folder its catalog is in, the catalog, and notes for the caller."""
+
+    folder: Path
+    catalog: Catalog
+    notes: tuple[str, ...] = ()  # e.g. CURRENT was unreadable

@@ -16,11 +16,11 @@ import numpy as np
 
 from . import generations
 from .atomic import folder_size as size_of
-from .catalog import Catalog
+from .catalog import Catalog, PublishedIndex
 from .config import Settings
 from .errors import StoreError, is_disk_full, one_line
 from .isolation import run_isolated
-from .records import CatchUp, ChunkRecord, Filters, PublishedIndex
+from .records import CatchUp, ChunkRecord, Filters
 from .vector_file import VectorFile
 from .vectors import VectorIndex
 

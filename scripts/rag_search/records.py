@@ -9,10 +9,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:  # only for annotations: output.py renders records without loading numpy or SQLite code
+if TYPE_CHECKING:  # only for annotations: output.py renders records without loading numpy
     import numpy as np
-
-    from .catalog import Catalog
 
 
 @dataclass
@@ -141,19 +139,10 @@ class Filters:
     since: float | None = None  # epoch seconds, on the chunk's date
     until: float | None = None
     types: tuple[str, ...] = ()  # any of these record types
-    tags: tuple[str, ...] = ()  # every one of these tags (normalised: parsing.normalize_tag)
+    tags: tuple[str, ...] = ()  # every one of these tags (normalised: sections.normalize_tag)
 
     def __bool__(self) -> bool:
         return bool(self.sources or self.types or self.tags) or self.since is not None or self.until is not None
-
-
-@dataclass(frozen=True)
-class PublishedIndex:
-    """A published index opened for reading: the folder its catalog is in, the catalog, and notes for the caller."""
-
-    folder: Path
-    catalog: "Catalog"
-    notes: tuple[str, ...] = ()  # e.g. CURRENT was unreadable
 
 
 @dataclass(frozen=True)

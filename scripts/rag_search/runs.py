@@ -52,7 +52,7 @@ def index_run(settings: Settings, collection: str, fresh: bool = False,
     works on any index."""
     expected = fingerprint(find_model(settings.model_dir), settings.embedding) if embeds else None
     try:
-        store = Store.open_for_writing(settings, collection, expected, fresh)
+        store = StoreWriter.open(settings, collection, expected, fresh)
     except FingerprintMismatch as exc:
         store = _rebuild(settings, collection, expected, exc, left_out)
     run = IndexRun(store, settings)
@@ -82,4 +82,4 @@ def _rebuild(settings: Settings, collection: str, expected: dict | None, mismatc
                                   hint=f"rebuild it whole: {INDEX_COMMANDS[collection]} (with every root or source it "
                                        "holds available)") from None
     log.warning("%s: rebuilding it whole (the published index serves until the rebuild is published)", mismatch.message)
-    return Store.open_for_writing(settings, collection, expected, fresh=True)
+    return StoreWriter.open(settings, collection, expected, fresh=True)

@@ -33,7 +33,7 @@ from typing import NoReturn
 import numpy as np
 
 from .atomic import write_atomically
-from .catalog import Catalog
+from .catalog import Catalog, PublishedIndex
 from .chunking import Chunk
 from .config import ChromaServer, Settings
 from .datadir import DataDir, make_private_dir
@@ -41,7 +41,7 @@ from .errors import FingerprintMismatch, IndexNotBuilt, IndexWriteError, StoreEr
 from .generations import INDEX_COMMANDS
 from .locking import exclusive_lock
 from .private_files import open_private
-from .records import ChunkRecord, DocumentRecord, Filters, PublishedIndex
+from .records import ChunkRecord, DocumentRecord, Filters
 from .vectors import VectorIndex, page_vector
 
 log = logging.getLogger("rag_search")

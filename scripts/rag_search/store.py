@@ -16,7 +16,7 @@ generations can bring the generation before the published one up to date
 instead of copying the index (CatchesUp).
 
 This module reads a published index; writing the next generation is
-store_writer.py's (Store.open_for_writing).
+store_writer.py's (StoreWriter.open).
 """
 
 import contextlib
@@ -24,12 +24,12 @@ import logging
 import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, NoReturn, Protocol, runtime_checkable
+from typing import NoReturn, Protocol, runtime_checkable
 
 import numpy as np
 
 from . import generations, lexical
-from .catalog import POOL, SCHEMA_VERSION, Catalog, capped
+from .catalog import POOL, SCHEMA_VERSION, Catalog, PublishedIndex, capped
 from .chunking import chunking_settings
 from .config import Settings
 from .datadir import COLLECTIONS
@@ -37,13 +37,10 @@ from .embedding import ModelInfo
 from .errors import FingerprintMismatch, IndexNotBuilt, RagSearchError, StoreError, one_line
 from .generations import INDEX_COMMANDS, WriteSession
 from .local_vectors import CATALOG, FINGERPRINT_STATE, LocalVectors
-from .records import CatchUp, ChunkRecord, DocumentRecord, Filters, Hit, IndexedFiles, PublishedIndex, StoredChunk
+from .records import CatchUp, ChunkRecord, DocumentRecord, Filters, Hit, IndexedFiles, StoredChunk
 from .reuse import same_vectors
 from .server_vectors import ServerVectors
 from .vectors import VectorIndex, remove_orphaned_ram_copies
-
-if TYPE_CHECKING:
-    from .store_writer import StoreWriter
 
 log = logging.getLogger("rag_search")
 
@@ -201,13 +198,6 @@ class Store:
             store.folder, store._catalog, store.notes = opened.folder, opened.catalog, list(opened.notes)
 
         return store._attach(open_parts)
-
-    @classmethod
-    def open_for_writing(cls, settings: Settings, name: str, expected: dict | None, fresh: bool = False) -> "StoreWriter":
-        """The next generation of `name`, to write (store_writer.py)."""
-        from .store_writer import StoreWriter
-
-        return StoreWriter.open(settings, name, expected, fresh)
 
     def _attach(self, open_parts: Callable[[], None]) -> "Store":
         """Run `open_parts`; if it fails, release what was opened and say which index cannot be opened and how to rebuild it."""
