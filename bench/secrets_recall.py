@@ -152,6 +152,7 @@ def false_positives() -> dict:
     from rag_search import parsing
     from rag_search.chunking import Chunker
     from rag_search.embedding import TokenCounter, find_model
+    from rag_search.sections import ParseError
 
     model = find_model()
     chunker = Chunker(TokenCounter(model), model.max_tokens)
@@ -159,7 +160,7 @@ def false_positives() -> dict:
     def count(name: str, redacted: str) -> tuple[int, int, list[str]]:
         try:
             chunks = chunker.chunk(parsing.parse("markdown", redacted, name).sections)
-        except parsing.ParseError:
+        except ParseError:
             return 0, 0, []
         marked = [chunk.text for chunk in chunks if "[REDACTED:" in chunk.embed_text]
         return len(chunks), sum(chunk.embed_text.count("[REDACTED:") for chunk in chunks), marked

@@ -20,6 +20,7 @@ from rag_search import parsing  # noqa: E402
 from rag_search.chunking import Chunker  # noqa: E402
 from rag_search.embedding import TokenCounter, find_model  # noqa: E402
 from rag_search.injection import looks_like_instructions  # noqa: E402
+from rag_search.sections import ParseError  # noqa: E402
 
 SHARED = PROJECT.parent / "shared" / "bench"
 INJECTIONS = [
@@ -41,7 +42,7 @@ def flagged(corpus: list[tuple[str, str]], chunker: Chunker) -> tuple[int, list[
     for text, name in corpus:
         try:
             pieces = chunker.chunk(parsing.parse("markdown", text, name).sections)
-        except parsing.ParseError:
+        except ParseError:
             continue
         chunks += len(pieces)
         hits += [f"{name}: {piece.text[:160]!r}" for piece in pieces if looks_like_instructions(piece.embed_text)]

@@ -10,7 +10,7 @@ from tokenizers import Tokenizer
 from rag_search import chunking
 from rag_search.chunking import MAX_CHUNK_CHARS, Chunker
 from rag_search.embedding import TokenCounter, find_model
-from rag_search.parsing import Section
+from rag_search.sections import Section
 
 
 @pytest.fixture(scope="module")

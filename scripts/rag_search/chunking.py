@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass, field
 
 from .embedding import TokenCounter
-from .parsing import Section
+from .sections import Section
 
 # Bump when chunk boundaries or embedded text change: it is part of the index fingerprint.
 CHUNKER_VERSION = "8"  # 8: a JSON record's bookkeeping (id, dates, loop id, iteration, confidence, schema) is metadata,

@@ -32,6 +32,7 @@ from .embedding import ModelInfo, OnnxEmbedder, SentenceTransformerEmbedder, Tok
 from .errors import ModelNotFound
 from .injection import looks_like_instructions
 from .records import ChunkRecord, DocumentRecord, Filters
+from .sections import ParsedFile, ParseError
 from .store import fingerprint
 from .store_writer import StoreWriter
 
@@ -137,7 +138,7 @@ class IndexWriter:
         self._redactions: dict[str, int] = {}  # by key: what a document counted, replaced when it is redacted again
 
     def put(self, document: SourceDocument) -> Queued:
-        """Queue a document for (re)indexing. Raises parsing.ParseError (a file that does not parse, or over a cap).
+        """Queue a document for (re)indexing. Raises ParseError (a file that does not parse, or over a cap).
 
         Secrets in the text, the file and the source's metadata are redacted first; `content_hash` stays that of the
         raw text.
@@ -199,16 +200,16 @@ class IndexWriter:
                 return True
         return False
 
-    def _chunks(self, parsed: parsing.ParsedFile) -> list[Chunk]:
+    def _chunks(self, parsed: ParsedFile) -> list[Chunk]:
         """The document's chunks (none for a document with no text), within the caps that bound a run's time (ParseError
         beyond them); max_file_bytes bounds memory."""
         pipeline = self.pipeline
         if len(parsed.sections) > pipeline.max_records:
-            raise parsing.ParseError(f"{len(parsed.sections)} records, more than the {pipeline.max_records} a file may have "
+            raise ParseError(f"{len(parsed.sections)} records, more than the {pipeline.max_records} a file may have "
                                      "(max_records_per_file)")
         chunks = pipeline.chunker.chunk(parsed.sections)
         if len(chunks) > pipeline.max_chunks:
-            raise parsing.ParseError(f"{len(chunks)} chunks, more than the {pipeline.max_chunks} a document may have "
+            raise ParseError(f"{len(chunks)} chunks, more than the {pipeline.max_chunks} a document may have "
                                      "(max_chunks_per_document)")
         return chunks
 

@@ -13,7 +13,7 @@ from pathlib import PurePosixPath
 
 from . import dates
 from .errors import one_line
-from .parsing import MAX_FIELD_CHARS, MAX_RENDER_DEPTH, ParsedFile, Section, tags_of
+from .sections import MAX_FIELD_CHARS, MAX_RENDER_DEPTH, ParsedFile, Section, tags_of
 
 _ATX = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$")
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")

@@ -267,7 +267,7 @@ def record(settings: Settings, kind: str, lesson: str, context: str | None = Non
 
 def normalized_tags(tags: list[str] | None) -> list[str]:
     """The tags as stored: normalised as --tag matches them, without blanks, each once (in the order given)."""
-    from .parsing import normalize_tag
+    from .sections import normalize_tag
 
     return list(dict.fromkeys(tag for tag in map(normalize_tag, tags or ()) if tag))
 
@@ -312,6 +312,6 @@ def query_entries(hits: list[Hit], top_k: int, loop_id: str | None) -> list[dict
 
 def entry_filters(since: float | None, types: list[str] | None, tags: list[str] | None) -> Filters:
     """The filters of list and query: created since, any of the types, all of the tags (normalised as indexed)."""
-    from .parsing import normalize_tag
+    from .sections import normalize_tag
 
     return Filters(since=since, types=tuple(types or ()), tags=tuple(normalize_tag(tag) for tag in tags or ()))

@@ -10,10 +10,11 @@ tokens. Sizing the sections to the model's window is chunking.py's job.
 """
 
 import json
-from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
 from . import dates
+from .markdown import parse_markdown
+from .sections import MAX_FIELD_CHARS, MAX_RENDER_DEPTH, ParsedFile, ParseError, Section, tags_of
 
 MARKDOWN_SUFFIXES = {".md", ".markdown", ".mdx"}
 JSON_SUFFIXES = {".json"}
@@ -45,28 +46,6 @@ RECORD_KEYS = frozenset({"id", "type", "kind", "lesson", "decision", "context", 
 FILE_KEYS = SCHEMA_KEYS | {"version"} | {key.lower() for key in DATE_KEYS}
 SHORT_LIST = 20  # a list of at most this many scalars is a record's field (tags), not a collection
 SMALL_RECORD = 50  # an object of at most this many scalar fields is one record even without a record-like key
-MAX_FIELD_CHARS = 200
-MAX_RENDER_DEPTH = 24
-
-
-class ParseError(ValueError):
-    """The file is not what its name says (bad JSON, bad front matter)."""
-
-
-@dataclass
-class Section:
-    """A heading path and the text under it, with metadata of its own (JSON records)."""
-
-    path: list[str]
-    text: str
-    metadata: dict = field(default_factory=dict)
-
-
-@dataclass
-class ParsedFile:
-    sections: list[Section]
-    metadata: dict  # file-level: title, date/date_ts, tags, description
-    warnings: list[str] = field(default_factory=list)
 
 
 def kind_of(path: str) -> str | None:
@@ -88,8 +67,6 @@ def parse(kind: str, text: str, name: str) -> ParsedFile:
     if not text.strip():
         return ParsedFile([], {"title": name})
     if kind == "markdown":
-        from .markdown import parse_markdown  # markdown.py builds on this module's types
-
         return parse_markdown(text, name)
     if kind == "json":
         return parse_json(text, name)
@@ -284,21 +261,6 @@ def _first_date(record: dict, keys) -> tuple[str, str, float] | None:
         if parsed:
             return key, parsed[0], parsed[1]
     return None
-
-
-def tags_of(value) -> list[str]:
-    """Tags as filters match them: trimmed, lower case, without a leading '#', each once."""
-    if isinstance(value, str):
-        value = value.split(",")
-    if not isinstance(value, list):
-        return []
-    tags = (normalize_tag(str(tag)) for tag in value if isinstance(tag, (str, int)) and not isinstance(tag, bool))
-    return list(dict.fromkeys(tag for tag in tags if tag))
-
-
-def normalize_tag(tag: str) -> str:
-    """A tag as stored and as --tag matches it: `#Docker ` is `docker` (commas separate tags, so none is kept inside one)."""
-    return tag.replace(",", " ").strip().lstrip("#").strip().lower()[:MAX_FIELD_CHARS]
 
 
 def _scalar(value) -> str:

@@ -38,9 +38,9 @@ from dataclasses import dataclass, field, replace
 
 from .errors import SourceFailed
 from .indexer import IndexWriter, SourceDocument
-from .parsing import ParseError
 from .progress import ROUTINE, Progress
 from .records import DocumentRecord
+from .sections import ParseError
 
 log = logging.getLogger("rag_search")
 

@@ -23,9 +23,9 @@ from . import lexical, ranking
 from .config import Settings, is_ours
 from .embedding import find_model, query_embedder
 from .errors import IndexNotBuilt, UsageError
-from .parsing import normalize_tag
 from .private_files import open_private
 from .records import Filters, Hit
+from .sections import normalize_tag
 from .store import COLLECTIONS, INDEX_COMMANDS, Store, fingerprint, nothing_built
 
 MODES = ("hybrid", "dense", "lexical")
