@@ -71,9 +71,9 @@ def main(argv: list[str] | None = None) -> int:
 
 def get(args: argparse.Namespace) -> int:
     """Answered by the resident searcher when one runs for these settings, as search.py is."""
-    from rag_search import resident
+    from rag_search import client
 
-    return resident.answer("get", args, cli.settings(args), off=args.no_resident)
+    return client.answer("get", args, cli.settings(args), off=args.no_resident)
 
 
 if __name__ == "__main__":

@@ -125,15 +125,15 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def do_list(args, settings) -> int:
-    from rag_search import resident
+    from rag_search import client
 
-    return resident.answer("memory_list", args, settings, off=args.memory_file is not None)  # a searcher has the default file
+    return client.answer("memory_list", args, settings, off=args.memory_file is not None)  # a searcher has the default file
 
 
 def do_query(args, settings) -> int:
-    from rag_search import resident
+    from rag_search import client
 
-    return resident.answer("memory_query", args, settings, off=args.memory_file is not None)
+    return client.answer("memory_query", args, settings, off=args.memory_file is not None)
 
 
 def do_add(args, settings) -> int:

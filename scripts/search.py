@@ -98,9 +98,9 @@ def main(argv: list[str] | None = None) -> int:
 
 def search(args: argparse.Namespace) -> int:
     """Answered by the resident searcher when one runs for these settings (started after a cold answer otherwise)."""
-    from rag_search import resident
+    from rag_search import client
 
-    return resident.answer("search", args, cli.settings(args), off=args.no_resident)
+    return client.answer("search", args, cli.settings(args), off=args.no_resident)
 
 
 if __name__ == "__main__":

@@ -58,9 +58,9 @@ def main(argv: list[str] | None = None) -> int:
 
 def status(args: argparse.Namespace) -> int:
     """Answered by the resident searcher when one runs for these settings (not for another --sources)."""
-    from rag_search import resident
+    from rag_search import client
 
-    return resident.answer("status", args, cli.settings(args), off=args.sources is not None)
+    return client.answer("status", args, cli.settings(args), off=args.sources is not None)
 
 
 if __name__ == "__main__":

@@ -212,7 +212,7 @@ def memory_query(args: argparse.Namespace, settings: Settings, warm=None, say=on
             "entries": memory.query_entries(hits, args.top_k, args.loop_id)}
 
 
-# What a client may ask the resident searcher for (resident.answer): the function that answers it either way, and the
+# What a client may ask the resident searcher for (client.answer): the function that answers it either way, and the
 # text its script prints for --format text.
 COMMANDS = {"search": (search, output.to_text), "get": (get, output.document_text), "status": (status, output.status_text),
             "memory_list": (memory_list, output.memory_text), "memory_query": (memory_query, output.memory_text)}

@@ -1,17 +1,9 @@
-"""The resident searcher, seen from a script: ask it over a Unix socket, or answer cold and leave one behind.
+"""The resident searcher's protocol and control: where its socket is, who it answers, messages, start, about, stop.
 
 A cold search.py pays for Python, ChromaDB, onnxruntime and the model on every
 call (about a second). The first call that finds no resident searcher answers
 cold as before, then starts one (resident_server.py): detached, warm, one per
-data dir. Later calls parse their command line here, send it over the socket and
-print the answer, which the searcher made with the same code as the cold path
-(answers.py), so it is the same JSON byte for byte, with the same exit code.
-
-Never worse than cold: no searcher, one of another code version or settings
-(it exits when asked), one that does not take the request within ACK_SECONDS
-or falls silent for SILENCE_SECONDS while it answers (hung, stopped: it is
-killed), one that dies mid-answer, a socket left by a killed one, or an answer
-we cannot use all end in the cold answer, and what was broken is replaced.
+data dir (client.py asks it, or answers cold).
 
 Safe: the socket is in $XDG_RUNTIME_DIR/rag-search or <data dir>/resident (both
 0700), mode 0600; each side checks the other's uid (SO_PEERCRED). The searcher
@@ -32,8 +24,7 @@ import sys
 import time
 from pathlib import Path
 
-from .config import DATA_DIR_MARKER, SKILL_DIR, Settings
-from .errors import EXIT_FAILURE, STOPPED_EXITS
+from .config import SKILL_DIR, Settings
 from .private_files import open_private
 
 PROTOCOL = 1
@@ -102,78 +93,7 @@ def peer(sock: socket.socket) -> tuple[int, int]:
     return pid, uid
 
 
-def answer(command: str, args, settings: Settings, off: bool = False) -> int:
-    """Print the answer to a script's `command` (answers.COMMANDS) for its parsed `args` and return the exit code: the
-    searcher's when one runs for these settings; else answered here (cold), leaving a searcher behind for the next
-    call. `off`: not through a searcher (--no-resident, or settings a searcher would not share)."""
-    if off or settings.resident_idle_minutes <= 0 or not usable(settings) or not (settings.data_dir / DATA_DIR_MARKER).is_file():
-        return _cold(command, args, settings)
-    reply, replace = _ask(settings, {"command": command, "args": vars(args), "tty": sys.stdout.isatty()})
-    if reply is not None:
-        sys.stderr.write(reply["stderr"])
-        sys.stdout.write(reply["stdout"])
-        sys.stdout.flush()
-        return reply["code"]
-    code = _cold(command, args, settings)
-    if code == 0:
-        with contextlib.suppress(OSError):
-            start(settings, replace)
-    return code
-
-
-def _cold(command: str, args, settings: Settings) -> int:
-    from . import answers, logs  # here: an answer from the searcher needs neither, nor the libraries they load
-
-    logs.setup_logging(quiet=True)
-    return answers.answer(command, args, settings)
-
-
-def _ask(settings: Settings, request: dict) -> tuple[dict | None, bool]:
-    """The searcher's reply (None when it cannot give one) and whether one answered that failed and must be replaced
-    (False when none listens: one may be starting)."""
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
-        sock.settimeout(ACK_SECONDS)
-        try:
-            sock.connect(str(socket_path(settings)))
-            pid, uid = peer(sock)
-        except OSError:
-            return None, False
-        if uid != os.getuid():
-            return None, False  # not ours: never talk to it, never kill it
-        try:
-            send(sock, {**request, "protocol": PROTOCOL, "identity": identity(settings)})
-            if sock.recv(1) != b"+":
-                return None, True  # it closed the connection: dying, or refusing us
-            reply = receive(sock, MAX_ANSWER, time.monotonic() + ANSWER_SECONDS, SILENCE_SECONDS)
-        except TimeoutError:  # connected, yet it does not take the request (hung or stopped) or does not answer
-            _kill(pid, settings, f"it did not take a request within {ACK_SECONDS:g} s, fell silent for {SILENCE_SECONDS:g} s "
-                                 f"while answering, or did not answer within {ANSWER_SECONDS:g} s")
-            return None, True
-        except (OSError, ValueError):
-            return None, True  # it died mid-answer, or the answer is cut short or too big
-    if not isinstance(reply, dict) or reply.get("stale") or not _well_formed(reply):
-        return None, True  # another identity (it exits now), or a reply we cannot use
-    return reply, False
-
-
-def _well_formed(reply: dict) -> bool:
-    """An answer we print as it is: an exit code the cold path could give (a failure of the searcher's own answers
-    cold instead: code 1 is a bug, 130/143 a signal to the searcher), and the two texts, which our stdout can print
-    (stderr replaces what it cannot)."""
-    code = reply.get("code")
-    return (isinstance(code, int) and 0 <= code <= 255 and code not in (EXIT_FAILURE, *STOPPED_EXITS)
-            and isinstance(reply.get("stdout"), str) and isinstance(reply.get("stderr"), str) and _printable(reply["stdout"]))
-
-
-def _printable(text: str) -> bool:
-    try:
-        text.encode(sys.stdout.encoding or "utf-8", sys.stdout.errors or "strict")
-    except (UnicodeError, LookupError):
-        return False
-    return True
-
-
-def _kill(pid: int, settings: Settings, why: str) -> None:
+def kill_hung(pid: int, settings: Settings, why: str) -> None:
     """Kill a hung searcher (SIGKILL ends a stopped one too), which peer() showed to run as us; its log says why."""
     with contextlib.suppress(OSError):
         os.kill(pid, signal.SIGKILL)
