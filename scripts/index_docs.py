@@ -11,7 +11,7 @@ from rag_search.launch import use_project_venv
 use_project_venv()
 
 from rag_search import cli, logs  # noqa: E402
-from rag_search.errors import EXIT_PARTIAL, ConfigError, SourceFailed  # noqa: E402
+from rag_search.errors import EXIT_PARTIAL, ConfigError  # noqa: E402
 
 log = logging.getLogger("rag_search")
 
@@ -55,7 +55,7 @@ def index(args: argparse.Namespace) -> int:
     from rag_search import registry
     from rag_search.progress import ROUTINE
     from rag_search.runs import index_run
-    from rag_search.sources.docs import COLLECTION, index_sources, prune_sources, record_runs, sources_left_out
+    from rag_search.sources.docs import COLLECTION, REBUILD_HINT, index_sources, prune_sources, record_runs, sources_left_out
 
     started = time.monotonic()
     settings = cli.settings(args)
@@ -80,9 +80,7 @@ def index(args: argparse.Namespace) -> int:
         summaries = index_sources(run.store, run.pipeline, selected, settings, full=args.full, allow_shrink=args.allow_shrink,
                                   quiet=args.quiet)
         failed = [summary["id"] for summary in summaries if summary["status"] != "ok"]
-        if run.store.replacing and failed and not args.allow_shrink:
-            raise SourceFailed(f"the rebuild could not index {', '.join(failed)}, so it was not published and nothing was lost",
-                               hint="fix or remove those sources and rerun, or pass --allow-shrink to publish the rebuild without them")
+        run.check_whole(failed, args.allow_shrink, REBUILD_HINT)
         removed = prune_sources(run.store, settings.data_dir, {spec.id for spec in reg.sources}) if args.all else []
     record_runs(settings.registry, summaries)
     cli.emit_json({

@@ -59,7 +59,7 @@ def index(args: argparse.Namespace) -> int:
     from rag_search.runs import index_run
     from rag_search.sources.personal import (
         COLLECTION,
-        check_rebuild,
+        REBUILD_HINT,
         choose_roots,
         index_personal,
         left_out,
@@ -79,12 +79,10 @@ def index(args: argparse.Namespace) -> int:
     log.info("using roots from %s: %s", origin, ", ".join(str(root) for root in roots))
     try:
         with index_run(settings, COLLECTION, fresh=args.full, left_out=lambda indexed: left_out(indexed, roots, settings)) as run:
-            if run.store.replacing:
-                check_rebuild(roots_left_out(recorded, roots, missing), allowed=args.allow_shrink)
+            run.check_whole(roots_left_out(recorded, roots, missing), args.allow_shrink, REBUILD_HINT)
             summary = index_personal(run.store, run.pipeline, roots, settings, full=args.full, allow_shrink=args.allow_shrink,
                                      quiet=args.quiet)
-            if run.store.replacing:
-                check_rebuild([failure["root"] for failure in summary["failed_roots"]], allowed=args.allow_shrink)
+            run.check_whole([failure["root"] for failure in summary["failed_roots"]], args.allow_shrink, REBUILD_HINT)
             remember_roots(run.store, [*recorded, *roots])
     except Exception as exc:
         record_runs(settings.data_dir, roots, {}, error=one_line(exc))

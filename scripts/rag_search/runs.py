@@ -17,7 +17,7 @@ from . import generations
 from .config import Settings
 from .datadir import DataDir
 from .embedding import find_model
-from .errors import DiskFull, FingerprintMismatch, is_disk_full
+from .errors import DiskFull, FingerprintMismatch, SourceFailed, is_disk_full
 from .generations import INDEX_COMMANDS
 from .indexer import Pipeline
 from .records import IndexedFiles
@@ -34,6 +34,14 @@ class IndexRun:
         self.store = store
         self.settings = settings
         self.published = False
+
+    def check_whole(self, lost: list[str], allowed: bool, hint: str) -> None:
+        """The no-shrink rule, for both indexes: a rebuild replaces the whole published index, so it is not published
+        while it would lose `lost` (roots or sources missing, not given or failed), unless `allowed` (--allow-shrink).
+        A run that is not a rebuild keeps whatever it does not reach."""
+        if self.store.replacing and lost and not allowed:
+            raise SourceFailed(f"a rebuild of the {self.store.name} index would lose the chunks of {', '.join(lost[:3])} "
+                               "(missing, not given or failed), so it was not published and nothing was lost", hint=hint)
 
     @cached_property
     def pipeline(self) -> Pipeline:

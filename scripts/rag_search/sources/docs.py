@@ -27,6 +27,7 @@ from .web import web_listing
 log = logging.getLogger("rag_search")
 
 COLLECTION = "docs"
+REBUILD_HINT = "fix or remove those sources and rerun, or pass --allow-shrink to publish the rebuild without them"
 
 
 def sources_left_out(indexed: IndexedFiles, chosen: set[str]) -> list[str]:

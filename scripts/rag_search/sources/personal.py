@@ -97,17 +97,12 @@ def left_out(indexed: IndexedFiles, roots: list[Path], settings: Settings) -> li
                    if path != settings.memory_file and not any(path.is_relative_to(root) for root in roots)})
 
 
+REBUILD_HINT = "make them available and rerun, --forget the roots you no longer want, or pass --allow-shrink"
+
+
 def roots_left_out(recorded: list[Path], roots: list[Path], missing: list[Path]) -> list[str]:
     """The remembered roots a run over `roots` does not index: missing, or not given on its command line."""
     return sorted({str(root) for root in [*recorded, *missing] if not any(root.is_relative_to(given) for given in roots)})
-
-
-def check_rebuild(left: list[str], allowed: bool) -> None:
-    """A rebuild replaces the whole personal index: it is not published if it would lose roots, unless allowed."""
-    if left and not allowed:
-        raise SourceFailed(f"a rebuild of the personal index would lose the chunks of {', '.join(left[:3])} (missing, not given "
-                           "or failed), so it was not published and nothing was lost",
-                           hint="make them available and rerun, --forget the roots you no longer want, or pass --allow-shrink")
 
 
 def remember_roots(store: StoreWriter, roots: list[Path]) -> None:
