@@ -207,7 +207,7 @@ def build_corpus(root: Path) -> None:
 
 def cpu() -> dict:
     """The CPU the figures were measured on: int8 embedding is about twice as fast as float only where the CPU has
-    VNNI instructions (issue 27: an AMD EPYC without them ran both at the same speed)."""
+    VNNI instructions (an AMD EPYC without them ran both at the same speed)."""
     # here: IN_PROCESS imports this file beside a baseline's package, which has none of these
     from rag_search.config import INT8_CPU_FLAGS, cpu_flags, graph_for_cpu, read_cpuinfo
 

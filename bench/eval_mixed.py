@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Issue 25, the user's own context first: do documentation pages bury personal answers, and does personal context
+"""The user's own context first: do documentation pages bury personal answers, and does personal context
 bury documentation?
 
 One data dir under --work holds both collections, as a user's would: the personal index of a

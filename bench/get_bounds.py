@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """How long get.py's --max-chars answers are on the longest page of each docs-faq corpus (not part of the test suite).
 
-Issue 38: `get.py FILE --max-chars 3000` answered 39,210 characters on a long page (the text was cut, the outline of
+`get.py FILE --max-chars 3000` once answered 39,210 characters on a long page (the text was cut, the outline of
 every heading was not). For each corpus (../shared/bench/docs-faq, read in place, never copied) its longest page is
 indexed alone as a local doc source in a throwaway data dir (eval_docs.index_corpus), then get.py --max-chars N reads
 it twice: by its file (the page from its start) and by the id of its middle chunk (the page around that chunk). For
@@ -29,7 +29,7 @@ from rag_search.config import load_settings  # noqa: E402
 from rag_search.records import StoredChunk  # noqa: E402
 from rag_search.store import Store  # noqa: E402
 
-BAR = 3600  # issue 38: for --max-chars 3000
+BAR = 3600  # for --max-chars 3000
 
 
 def longest_page(folder: Path) -> Path:

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""A generated Claude Code personal state (~/.claude/state) and questions about it: the personal half of issue 25.
+"""A generated Claude Code personal state (~/.claude/state) and questions about it: the personal half of the mixed bench.
 
-Issue 25: the user's own context comes first; documentation must not bury personal answers.
+The user's own context comes first; documentation must not bury personal answers.
 So the state talks on purpose about what the helm and traefik documentation talks about
 (ingress, rate limits, chart versions, TLS, metrics environment variables, caching, commit
 style): the documentation pages are realistic competitors. It holds every shape the product

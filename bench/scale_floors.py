@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""What the fixed design itself costs at one index size: the floors under issue 14's missed goals (not a test).
+"""What the fixed design itself costs at one index size: the floors under the scale goals that were missed (not a test).
 
 bench_scale.py measures the product. This measures the parts of it that the design fixes (ChromaDB in the
 search process, all-MiniLM-L6-v2 on this machine's cores), on the docs index of a bench_scale.py work folder,

@@ -1,4 +1,4 @@
-"""Hostile input cannot hang or bloat a run: caps on records and chunks, bounded memory, kept work (issue 10)."""
+"""Hostile input cannot hang or bloat a run: caps on records and chunks, bounded memory, kept work."""
 
 import json
 import random
@@ -90,7 +90,7 @@ def test_a_note_that_is_only_a_heading_is_never_dropped_silently(tmp_path):
     (root / "empty-json.json").write_text("{}")
     result = run_script("index_personal.py", "--data-dir", tmp_path / "data", root)
     assert result.code == 0, result
-    # No text to index: empty documents (issue 38), counted, named on stderr and by status.py.
+    # No text to index: empty documents, counted, named on stderr and by status.py.
     assert result.json["empty"] == 2 and files_in_store(tmp_path / "data") == {}, result.json
     for name in ("heading-only.md", "empty-json.json"):
         assert f"{name}: no text to index" in result.stderr, name

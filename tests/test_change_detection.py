@@ -1,4 +1,4 @@
-"""One change-detection contract: a document's identity covers every input of its indexed text (issue 23, finding 4).
+"""One change-detection contract: a document's identity covers every input of its indexed text.
 
 An edit to an included file reaches the page that includes it, and a git source that moves to a new version or commit
 gives its unchanged files the new version, commit and URL, without --full and without embedding them again.

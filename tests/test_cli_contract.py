@@ -295,7 +295,7 @@ def chunk_id_where(data, found) -> str:
 
 
 def test_get_max_chars_bounds_the_whole_answer_keeping_the_headings_around_the_text_shown(long_pages_index):
-    """Issue 38: --max-chars 3000 cut the text but not the outline of every heading (17,296 characters on 400 headings)."""
+    """--max-chars 3000 once cut the text but not the outline of every heading (17,296 characters on 400 headings)."""
     whole = run_script("get.py", "--data-dir", long_pages_index, "notes/manual.md").json
     start = run_script("get.py", "--data-dir", long_pages_index, "notes/manual.md", "--max-chars", "3000")
     assert start.code == 0, start
@@ -327,7 +327,7 @@ def test_get_max_chars_bounds_the_whole_answer_keeping_the_headings_around_the_t
 
 
 def test_get_of_a_chunk_id_with_max_chars_reads_the_page_around_that_chunk(long_pages_index):
-    """Issue 38: a page without headings was cut at its start whatever passage matched; its chunk id was refused."""
+    """A page without headings was once cut at its start whatever passage matched; its chunk id was refused."""
     whole = run_script("get.py", "--data-dir", long_pages_index, "notes/transcript.txt").json
     chunk_id = chunk_id_where(long_pages_index, lambda chunk: DEEP_PASSAGE in chunk["text"])
     result = run_script("get.py", "--data-dir", long_pages_index, chunk_id, "--max-chars", "3000")
@@ -366,7 +366,7 @@ def test_status_reports_what_is_indexed_how_fresh_and_what_changed(tmp_path, sta
     personal = report["collections"]["personal"]
     assert personal["built"] and personal["documents"] >= 7 and personal["chunks"] > 10
     assert personal["generation"] == "g000001" and personal["size_bytes"] > 0 and 0 <= personal["age_seconds"] < 600
-    [large] = personal["large_files"]  # issue 25: a file that may crowd searches is named
+    [large] = personal["large_files"]  # a file that may crowd searches is named
     assert large["file"] == "notes/call-transcript.md" and large["chunks"] >= 80 and large["share"] > 0.25, large
     assert report["collections"]["docs"] == {"built": False, "hint": "run scripts/index_docs.py --all"}
     root = report["personal_roots"][0]

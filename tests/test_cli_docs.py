@@ -121,7 +121,7 @@ def test_git_source_end_to_end_and_incremental_by_blob(k0s_repo, tmp_path):
 
 
 def test_a_page_emptied_in_a_local_or_git_source_loses_its_chunks_and_is_not_reported_again(k0s_repo, tmp_path):
-    """Issue 38: doc sources go through the same reconcile as personal files: a page left with no text is an empty
+    """Doc sources go through the same reconcile as personal files: a page left with no text is an empty
     document, whose chunks go; unchanged, it is not read nor reported again."""
     runbooks = tmp_path / "runbooks"
     runbooks.mkdir()

@@ -218,7 +218,7 @@ def test_rerank_with_a_local_cross_encoder_reorders_by_its_scores(example_index,
 
 
 def test_a_page_of_loosely_related_sections_does_not_outrank_the_note_that_answers(state_dir, tmp_path):
-    """A page is ranked by the summed evidence of its sections (issue 12). In a small index every chunk is in both
+    """A page is ranked by the summed evidence of its sections. In a small index every chunk is in both
     candidate lists, so a long note collected the fused scores of sections that barely relate to the question (cosine
     0.07) and beat the one-chunk note that answers it (cosine 0.80 against the long note's best 0.22). A section after
     a page's best now counts only if its cosine is at least half the query's best."""
@@ -245,7 +245,7 @@ TOPICS = ("postgres vacuum settings", "redis eviction policy", "celery worker pr
 
 
 def test_the_one_note_holding_a_ticket_id_of_the_question_comes_first(tmp_path):
-    """Issue 38: an exact ticket id held by one note ranked second, behind a note with a near id (LED-517 vs LED-482:
+    """An exact ticket id held by one note once ranked second, behind a note with a near id (LED-517 vs LED-482:
     closer in meaning, it matched in two sections and dense put it first)."""
     root = tmp_path / "notes"
     (root / "tickets").mkdir(parents=True)

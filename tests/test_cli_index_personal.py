@@ -97,7 +97,7 @@ def test_bad_files_are_skipped_with_reasons_and_the_rest_indexed(state_dir, tmp_
         (state_dir / name).write_bytes(content)
     (state_dir / "dangling.md").symlink_to(state_dir / "nowhere.md")
     (state_dir / "bad-front-matter.md").write_text("---\ntitle: [unclosed\n---\nthe body survives\n")
-    (state_dir / "empty.md").write_bytes(b"")  # no text: an empty document (issue 38), not a file that cannot be read
+    (state_dir / "empty.md").write_bytes(b"")  # no text: an empty document, not a file that cannot be read
 
     result = index(tmp_path / "data", state_dir)
     assert result.code == 0, result
@@ -130,7 +130,7 @@ def test_a_file_that_turns_bad_keeps_its_previous_chunks(state_dir, tmp_path):
 
 
 def test_files_emptied_by_hand_lose_their_chunks_and_an_unchanged_empty_file_is_not_reported_again(state_dir, tmp_path):
-    """Issue 38, items 1 and 6: a JSON file edited to [], a note emptied or left with front matter only is an empty
+    """A JSON file edited to [], a note emptied or left with front matter only is an empty
     document: its chunks go, and the next run finds it unchanged instead of skipping it again."""
     data = tmp_path / "data"
     assert index(data, state_dir).code == 0
@@ -249,7 +249,7 @@ def test_forget_removes_a_root_and_its_chunks(state_dir, tmp_path):
 
 
 def test_a_forgotten_root_leaves_status_too(state_dir, tmp_path):
-    """Issue 23, finding 8: --forget left the root in status.py forever."""
+    """--forget once left the root in status.py forever."""
     data = tmp_path / "data"
     notes = tmp_path / "notes"
     notes.mkdir()
@@ -272,7 +272,7 @@ def test_a_configured_root_that_never_existed_is_not_sent_to_forget(state_dir, t
 
 
 def test_a_full_rebuild_with_a_root_missing_is_not_published(state_dir, tmp_path):
-    """Issue 23, finding 7: --full said a missing root's chunks were kept, then dropped them."""
+    """--full once said a missing root's chunks were kept, then dropped them."""
     data, disk = tmp_path / "data", tmp_path / "disk"
     index_then_unplug(data, state_dir, disk)
     rebuilt = run_script("index_personal.py", "--data-dir", data, "--full")
@@ -286,7 +286,7 @@ def test_a_full_rebuild_with_a_root_missing_is_not_published(state_dir, tmp_path
 
 
 def test_same_named_files_of_two_roots_are_two_pages(state_dir, tmp_path):
-    """Issue 23, finding 8: two roots' notes/todo.md were one page, so --per-file hid one."""
+    """Two roots' notes/todo.md were once one page, so --per-file hid one."""
     data = tmp_path / "data"
     work, home = tmp_path / "work", tmp_path / "home-notes"
     for root, what in ((work, "rotate the staging certificates"), (home, "rotate the router certificates")):

@@ -86,7 +86,7 @@ def test_a_missing_or_corrupt_memory_file_is_a_clear_error(state_dir, env, conte
     assert result.json["error"]["hint"]
 
 
-# Issue 24, item 4: blank input, retry-safe add, remove and update by id, clear reaching every listed entry.
+# Blank input, retry-safe add, remove and update by id, clear reaching every listed entry.
 
 
 def stored_entries(state_dir):
@@ -245,7 +245,7 @@ def test_update_by_id_needs_yes_keeps_id_and_date_and_is_searchable_at_once(stat
     assert not [item for item in old_words.json["results"] if "module scope" in item["chunk"]], "the old lesson no longer answers"
 
 
-# Issue 38, item 1: a memory file left with no entries is an empty document, whose chunks go at once.
+# A memory file left with no entries is an empty document, whose chunks go at once.
 
 
 @pytest.mark.parametrize("edit", [("remove", "mem_a1b2", "--yes"), ("clear", "--before", "2026-04-02", "--yes")],

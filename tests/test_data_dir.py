@@ -1,4 +1,4 @@
-"""The data dir is ours alone: a run refuses a folder it did not make, and deletes only what it made (issue 23, finding 3)."""
+"""The data dir is ours alone: a run refuses a folder it did not make, and deletes only what it made."""
 
 import json
 import os
@@ -34,7 +34,7 @@ def contents(folder: Path) -> dict[str, bytes | None]:
     return {str(path.relative_to(folder)): None if path.is_dir() else path.read_bytes() for path in folder.rglob("*")}
 
 
-# Another tool's files that carry the names rag-search used before its marker (issue 38): names prove nothing.
+# Another tool's files that carry the names rag-search used before its marker: names prove nothing.
 FOREIGN_LAYOUTS = {
     "chroma index": {"index/chroma.sqlite3": b"SQLite format 3\x00 another tool's vectors"},
     "generations": {"generations/g000001/chroma/chroma.sqlite3": b"SQLite format 3\x00", "generations/g000001/notes.md": b"mine\n"},

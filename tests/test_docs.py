@@ -87,7 +87,7 @@ def test_readme_opens_with_the_two_commands_and_ci_runs_the_second():
 
 @pytest.mark.parametrize("document", ["SKILL.md", "references/cli.md"])
 def test_every_exit_code_is_in_the_tables_an_agent_reads(document):
-    """Issue 38: SKILL.md's table lacked 8 (index busy), which an agent meets when it runs index_personal.py while the
+    """SKILL.md's table once lacked 8 (index busy), which an agent meets when it runs index_personal.py while the
     timer runs, and 1."""
     table = (PROJECT / document).read_text()
     codes = {value for name, value in vars(errors).items() if name.startswith("EXIT_") and isinstance(value, int)}

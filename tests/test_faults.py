@@ -1,8 +1,7 @@
 """Fault injection: kill or fail an index run at each step of a flush and of publishing.
 
 Whatever step a run dies at, searches keep answering, and the next run ends with
-exactly what a full rebuild gives, locally and against a Chroma server (issue 9,
-findings 7 and 8). Faults are injected by tests/faultrun.py, which patches one
+exactly what a full rebuild gives, locally and against a Chroma server. Faults are injected by tests/faultrun.py, which patches one
 named step of the real code in the script's own process.
 """
 
@@ -182,7 +181,7 @@ def test_server_orphans_owned_by_this_machine_are_found_and_removed(server, tmp_
 
 
 def test_a_failed_flush_fails_that_source_only(tmp_path, isolated_home):
-    """Finding 8: vectors written, catalog write failed: that source fails, the others index."""
+    """Vectors written, catalog write failed: that source fails, the others index."""
     data = tmp_path / "data"
     sources = []
     for name in ("good", "bad"):

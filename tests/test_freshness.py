@@ -83,7 +83,7 @@ def test_an_edit_to_an_included_file_is_found_at_search_time(state_dir, tmp_path
 
 
 def test_a_folder_unreadable_for_a_moment_removes_nothing_at_search_time(state_dir, tmp_path, monkeypatch):
-    """Issue 23, finding 6. As root, no permission makes a folder unreadable, so the walk's failure is simulated."""
+    """As root, no permission makes a folder unreadable, so the walk's failure is simulated."""
     from rag_search.config import load_settings
     from rag_search.freshness import find_changes
 
@@ -101,7 +101,7 @@ def test_a_folder_unreadable_for_a_moment_removes_nothing_at_search_time(state_d
 
 
 def test_a_search_answers_when_the_freshness_write_fails(state_dir, small_disk):
-    """Issue 23, finding 6: a full disk failed the search (exit 7) where --no-refresh answered."""
+    """A full disk once failed the search (exit 7) where --no-refresh answered."""
     env = {"RAG_SEARCH_HOME": str(small_disk / "data")}
     assert run_script("index_personal.py", "--quiet", state_dir, env=env).code == 0
     (state_dir / "notes" / "fresh.md").write_text("# Zeppelin hangar\nThe zeppelin hangar lease ends in March.\n")
@@ -126,7 +126,7 @@ def test_a_note_that_cannot_be_indexed_is_reported_by_one_search_not_by_every_se
 
 
 def test_a_file_emptied_since_the_index_is_gone_from_the_next_search_and_not_reported(state_dir, tmp_path):
-    """Issue 38: a JSON file edited to [] is an empty document: the search's freshness step takes its chunks out."""
+    """A JSON file edited to [] is an empty document: the search's freshness step takes its chunks out."""
     env = index_env(state_dir, tmp_path)
     query = "Longhorn for persistent volumes"
     assert search(env, query, "--mode", "lexical").json["results"][0]["file"] == "memory/decisions.json"

@@ -496,7 +496,7 @@ def page_vectors_agree(data) -> int:
 
 
 def test_each_document_keeps_the_mean_of_its_chunks_vectors_through_changes(state_dir, tmp_path):
-    """Issue 26: every document keeps its page vector, the normalised mean of its chunks' vectors (documentation pages
+    """Every document keeps its page vector, the normalised mean of its chunks' vectors (documentation pages
     rank by its cosine), in the catalog when the document is written. A document that changes in part keeps the vectors
     of its unchanged chunks (not embedded again), and a small change brings the generation before up to date by copying
     rows: both must keep it right."""

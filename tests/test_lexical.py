@@ -54,6 +54,6 @@ def test_common_terms_add_to_the_score_of_what_rarer_terms_select():
     ("the 1.5 release in 2024-05", []),  # numbers alone are not
 ])
 def test_identifiers_of_a_query_are_the_joined_terms_of_its_identifiers(query, expected):
-    """Issue 38: an exact identifier held by one page must not rank below a page that lacks it; these are the query's
+    """An exact identifier held by one page must not rank below a page that lacks it; these are the query's
     identifiers, as the keyword index stores them whole."""
     assert identifiers(query) == expected

@@ -321,7 +321,7 @@ def test_memory_tools_refuse_blank_input_add_once_and_remove_or_update_only_when
 
 
 def test_the_only_memory_entry_removed_answers_no_more_query_nor_search(example_data, state_dir, isolated_home):
-    """Issue 38: memory_remove of the only entry empties the memory file, and the next calls no longer find it."""
+    """memory_remove of the only entry empties the memory file, and the next calls no longer find it."""
     memory_file = state_dir / "memory" / "agent.json"
     lesson = "Upgrades of the kestrel chart need --atomic so that a failed release rolls back"
 

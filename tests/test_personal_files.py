@@ -98,7 +98,7 @@ def test_unreadable_content_is_skipped_with_a_reason(tmp_path, content, reason):
 
 @pytest.mark.parametrize("content", [b"", b"  \n\t\n"])
 def test_an_empty_file_is_read_not_skipped(tmp_path, content):
-    """Issue 38: a file with no text is an empty document (its earlier chunks go), not a file that cannot be read."""
+    """A file with no text is an empty document (its earlier chunks go), not a file that cannot be read."""
     path = tmp_path / "f.md"
     path.write_bytes(content)
     assert read_text(path, max_bytes=1000) == (content.decode(), None)

@@ -41,8 +41,8 @@ def test_single_modes_keep_their_own_order():
 
 
 def test_a_keyword_match_that_stands_out_earns_a_lead():
-    """An exact identifier scores far above every other keyword match; ranks alone hide that gap (issue 25: keyword
-    search put the record first for more personal questions than hybrid did)."""
+    """An exact identifier scores far above every other keyword match; ranks alone hide that gap (on the
+    mixed bench, keyword search put the record first for more personal questions than hybrid did)."""
     candidates = {
         "near": hit("near", "near.md", score=0.5, dense=1, lexical_rank=2, bm25=5.0),
         "exact": hit("exact", "exact.md", score=0.4, dense=3, lexical_rank=1, bm25=30.0),
@@ -52,7 +52,7 @@ def test_a_keyword_match_that_stands_out_earns_a_lead():
 
 
 def test_a_chunk_first_in_both_rankings_beats_a_page_whose_best_chunk_is_weaker_in_both():
-    """Issue 25, finding 1: a page's evidence grew with its length, so a long page of fair sections beat the record
+    """A page's evidence once grew with its length, so a long page of fair sections beat the record
     that is first in both lists. In either collection, whatever its page bonus (documentation's is larger)."""
     for collection in ("personal", "docs"):
         candidates = {"record": hit("record", "memory/m-7.json", collection, score=0.63, dense=1, lexical_rank=1,
@@ -64,7 +64,7 @@ def test_a_chunk_first_in_both_rankings_beats_a_page_whose_best_chunk_is_weaker_
 
 
 def test_a_documentation_page_of_several_strong_sections_outranks_one_that_matches_in_one():
-    """Issue 26: a documentation page that answers usually matches in several sections, while a pointer to it ("see
+    """A documentation page that answers usually matches in several sections, while a pointer to it ("see
     the blog post on why we don't use Envoy") matches in one; its supporting sections count for more than a note's."""
     candidates = {"pointer": hit("pointer", "overview.md", score=0.6, dense=1, lexical_rank=2, heading="Overview > How")}
     candidates["answer"] = hit("answer", "envoy.md", score=0.55, dense=5, lexical_rank=1, heading="Why > Intro")
@@ -76,7 +76,7 @@ def test_a_documentation_page_of_several_strong_sections_outranks_one_that_match
 
 
 def test_of_two_documentation_pages_with_equal_sections_the_one_closer_as_a_whole_comes_first():
-    """Issue 26: a pointer page ("for backups, see the backup guide") matches the question in one sentence while the
+    """A pointer page ("for backups, see the backup guide") matches the question in one sentence while the
     page it points to is about the question throughout; retrieval gives each documentation page its closeness as a
     whole (the cosine of its chunks' mean vector), which ranks the candidate pages as a third list."""
     candidates = {"pointer": hit("pointer", "overview.md", score=0.6, dense=1, lexical_rank=2, heading="Overview > Backups"),
@@ -144,7 +144,7 @@ def personal_and_docs(personal_cosine: float, docs_cosine: float) -> dict:
 
 
 def test_collections_are_compared_on_one_scale_not_by_size_or_term_statistics():
-    """Issue 25, finding 3: the collection whose best candidate is clearly closer in meaning comes first, either way."""
+    """The collection whose best candidate is clearly closer in meaning comes first, either way."""
     candidates = personal_and_docs(personal_cosine=0.63, docs_cosine=0.40)
     assert rank(candidates, SearchOptions())[0] == "mine"
     assert candidates["doc"].explain["collection_weight"] < candidates["mine"].explain["collection_weight"] == 1
@@ -163,7 +163,7 @@ def test_a_question_about_the_user_gives_the_personal_collection_a_head_start():
 
 
 def test_the_users_record_both_retrievers_put_first_is_shown_on_the_second_page_at_the_latest():
-    """Issue 25: for a bare identifier (HELM_MAX_HISTORY) the docs pages that explain it are far closer in meaning than
+    """For a bare identifier (HELM_MAX_HISTORY) the docs pages that explain it are far closer in meaning than
     the memory entry that records the user's own use of it; that entry still comes second, not below the docs."""
     candidates = personal_and_docs(personal_cosine=0.54, docs_cosine=0.72)
     candidates["doc-3"] = hit("doc-3", "history.md", "docs", score=0.70, dense=3, lexical_rank=3, heading="History")
@@ -183,7 +183,7 @@ def test_the_quota_is_for_a_record_first_in_both_lists_only():
 
 
 def test_the_users_record_that_stands_out_in_its_collection_comes_first():
-    """Issue 25: for a bare identifier or a symptom the user recorded (`HELM_MAX_HISTORY`, "helm dependency build is
+    """For a bare identifier or a symptom the user recorded (`HELM_MAX_HISTORY`, "helm dependency build is
     slow in CI"), the docs pages that explain it are closer in meaning, yet the memory entry that holds it stands out
     in its own collection's keyword list; it comes first, even when the dense search ranked it low."""
     def candidates_for(personal_cosine: float, runner_up_bm25: float = 9.0, personal_dense: int | None = 1) -> dict:
@@ -207,7 +207,7 @@ def test_the_users_record_that_stands_out_in_its_collection_comes_first():
 
 
 def test_recency_raises_recent_personal_chunks_and_never_lowers_older_ones():
-    """Issue 25, finding 2: recency only ever lowered personal scores, so older records fell behind documentation."""
+    """Recency once only lowered personal scores, so older records fell behind documentation."""
     now = time.time()
     candidates = {
         "old": hit("old", "old.md", "personal", score=0.6, dense=1, date_ts=now - 400 * 86400),
@@ -224,7 +224,7 @@ def test_recency_raises_recent_personal_chunks_and_never_lowers_older_ones():
 
 def test_a_question_about_a_recent_time_ranks_recent_personal_chunks_higher():
     """"What did I push yesterday?" asks for the newest of similar records; without a time in the question, no
-    recency (issue 25: the bench's "yesterday's session" question lost its record to an older one)."""
+    recency (the mixed bench's "yesterday's session" question lost its record to an older one)."""
     assert implied_recency_days("which chart package did I push in yesterday's session?") == 2
     assert implied_recency_days("last week's lesson about the CI cache") == 7
     assert implied_recency_days("what changed this month in our alerting?") == 30
@@ -257,7 +257,7 @@ def test_search_applies_the_recency_a_question_implies_unless_one_is_set(tmp_pat
 
 
 def test_the_one_page_holding_an_identifier_of_the_question_is_not_ranked_below_a_page_that_lacks_it():
-    """Issue 38: "LED-517 export fix" ranked the note of LED-482 (closer in meaning, two matching sections) above the one
+    """"LED-517 export fix" once ranked the note of LED-482 (closer in meaning, two matching sections) above the one
     note that holds LED-517. Retrieval marks the chunk of the one page holding an identifier of the question; that
     page then comes first, documentation too."""
     candidates = {  # the evidence of that search

@@ -395,7 +395,7 @@ def test_fresh_notes_and_index_runs_reach_the_warm_answer(warm, tmp_path):
 
 
 def test_a_memory_entry_removed_answers_no_more_warm(warm, tmp_path):
-    """Issue 38: once the only entry of the memory file is removed, neither memory.py query nor search.py answers it,
+    """Once the only entry of the memory file is removed, neither memory.py query nor search.py answers it,
     warm as cold."""
     memory_file = tmp_path / "mine" / "memory" / "memory.json"
     warm.env.update(RAG_SEARCH_PERSONAL_DIRS=str(tmp_path / "mine"), RAG_SEARCH_MEMORY_FILE=str(memory_file))

@@ -105,7 +105,7 @@ def test_keyword_search_ranks_filters_and_follows_changes(tmp_path):
 
 
 def test_a_large_index_scores_only_the_chunks_a_rarer_term_selects(tmp_path):
-    """Issue 27: at 200k chunks most of a warm search's time went to scoring every chunk that holds a common query word
+    """At 200k chunks most of a warm search's time once went to scoring every chunk that holds a common query word
     ("controller"). Past the budget the most common terms only add to the score of chunks a rarer term selects, and
     those rank and score as in the plain keyword search."""
     catalog = Catalog(tmp_path / "catalog.sqlite")
@@ -141,7 +141,7 @@ def test_search_past_the_keyword_budget_keeps_the_plain_scores(example_index):
 
 
 def test_one_long_document_cannot_take_every_keyword_candidate(tmp_path):
-    """Issue 25, finding 4: a 400 KB transcript filled every candidate slot, so the answer was never considered. The
+    """A 400 KB transcript once filled every candidate slot, so the answer was never considered. The
     cap looks at the best POOL * limit matches (here 20: the transcript's 15 and the lesson)."""
     catalog = Catalog(tmp_path / "catalog.sqlite")
     add(catalog, "transcript", "personal", [f"we talked about the CI cache again, part {n} of the call" for n in range(15)])
@@ -154,7 +154,7 @@ def test_one_long_document_cannot_take_every_keyword_candidate(tmp_path):
 
 
 def test_a_section_only_the_keyword_search_found_supports_its_page_by_its_closeness(example_index):
-    """Issue 25: pages stopped summing their sections, and a section outside the dense list (its closeness unknown)
+    """Pages stopped summing their sections, and a section outside the dense list (its closeness unknown)
     earned nothing, so a page of several fair sections lost its place (docs-faq Hit@5 0.613 -> 0.600). Hybrid search
     looks up the cosine of such a section before ranking. One candidate per file from each retriever: the ArgoCD note's
     Notifications section comes from the dense list, its introduction (close in meaning too) from the keyword list."""
@@ -170,7 +170,7 @@ def test_a_section_only_the_keyword_search_found_supports_its_page_by_its_closen
 
 
 def test_a_keyword_match_of_only_a_term_in_most_chunks_is_no_evidence(tmp_path):
-    """Issue 26: "Who is Linkerd for?" leaves one keyword, in nearly every chunk of Linkerd's docs; BM25 gives such a
+    """"Who is Linkerd for?" leaves one keyword, in nearly every chunk of Linkerd's docs; BM25 gives such a
     term a weight of about zero, yet its list's ranks were fused like any other, so chunks that merely name the product
     (an mTLS task, a certificate runbook) came second and third. Hybrid search leaves such matches out of the fusion;
     keyword mode still answers with them."""
@@ -197,7 +197,7 @@ def test_a_keyword_match_of_only_a_term_in_most_chunks_is_no_evidence(tmp_path):
 
 
 def test_a_documentation_page_is_as_close_as_its_chunks_mean_and_a_record_as_itself(tmp_path):
-    """Issue 26: each documentation page is given its closeness as a whole, the cosine of its chunks' mean vector. A
+    """Each documentation page is given its closeness as a whole, the cosine of its chunks' mean vector. A
     record of a JSON file is a page of its own (ranking), so its closeness is its own, not its file's."""
     docs = tmp_path / "handbook"
     docs.mkdir()

@@ -117,7 +117,7 @@ def _note(folder, name: str, text: str):
 
 
 def test_a_machine_with_another_fingerprint_leaves_the_others_chunks(chroma_server, tmp_path):
-    """Issue 23, finding 2: a machine with another model graph used to recreate the shared collection."""
+    """A machine with another model graph used to recreate the shared collection."""
     url, _ = chroma_server
     int8 = _note(tmp_path / "a-notes", "alpaca.md", "# Alpaca\n\nThe alpacafence runbook lives with machine A.\n")
     floating = _note(tmp_path / "b-notes", "bison.md", "# Bison\n\nThe bisongate runbook lives with machine B.\n")
@@ -155,7 +155,7 @@ def test_a_writer_whose_collection_vanished_fails_loudly(chroma_server, tmp_path
 
 
 def test_a_machine_searching_the_server_ranks_documentation_pages_as_the_writer_does(chroma_server, tmp_path):
-    """Issue 26: a documentation page's closeness as a whole comes from its page vector. The machine that wrote the
+    """A documentation page's closeness as a whole comes from its page vector. The machine that wrote the
     pages keeps them in its catalog; another machine's keyword copy of the server's chunks computes the same."""
     url, _ = chroma_server
     handbook = _note(tmp_path / "handbook", "backup.md", "# Backups\n\nTake an etcd snapshot every night.\n\n"

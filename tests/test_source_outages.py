@@ -1,6 +1,6 @@
 """Sources that fail to list their documents never lose what was indexed, and user data never becomes a git option.
 
-Findings 1, 2 and 6 of issue 9: a sitemap or robots.txt outage deleted a whole web
+What once went wrong: a sitemap or robots.txt outage deleted a whole web
 source; an emptied folder or repository path did the same for folder and git sources;
 a git source's `version` reached `git fetch` as an option; a git lock left by a killed
 run failed that source for good.
@@ -232,7 +232,7 @@ def test_a_missing_repository_is_reported_with_gits_own_reason(tmp_path):
 
 
 def test_a_site_answering_404_to_every_page_keeps_the_source(tmp_path, isolated_home):
-    """Issue 23, finding 7: every page answering 404 emptied the source with status "ok"."""
+    """Every page answering 404 once emptied the source with status "ok"."""
     data = tmp_path / "data"
     with DocsSite() as site:
         add_source("--id", "argocd", "--name", "Argo CD", "--type", "web", "--base-url", site.url,

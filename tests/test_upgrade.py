@@ -1,4 +1,4 @@
-"""Upgrades lose nothing: only a run that covers the whole collection rebuilds it (issue 23, finding 1).
+"""Upgrades lose nothing: only a run that covers the whole collection rebuilds it.
 
 An index built by an earlier version (here: its stored fingerprint names another chunker) is left as it is by every
 partial run: a search's freshness step, memory.py add, index_docs.py --source, add_doc_source.py --index and
@@ -92,7 +92,7 @@ def test_after_an_upgrade_partial_runs_keep_everything_and_complete_runs_rebuild
 
 
 def test_an_index_of_schema_6_answers_without_page_vectors_until_a_complete_run_rebuilds_it(tmp_path):
-    """Schema 7 keeps each document's page vector (issue 26). An index of schema 6 has none: searches still answer
+    """Schema 7 keeps each document's page vector. An index of schema 6 has none: searches still answer
     from it (ranked without page closeness) and say reindex; the next complete run rebuilds it from its own vectors."""
     data = tmp_path / "data"
     handbook = tmp_path / "handbook"

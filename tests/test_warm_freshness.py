@@ -84,7 +84,7 @@ def test_a_stale_report_stays_until_an_index_run(warm, state_dir):
 
 
 def test_a_file_emptied_is_gone_from_the_next_warm_answer(warm, state_dir):
-    """Issue 38: a JSON file edited to [] (its records all gone) answers no more, warm as cold."""
+    """A JSON file edited to [] (its records all gone) answers no more, warm as cold."""
     options = SearchOptions(top_k=3, mode="lexical")
     assert warm.search("Longhorn persistent volumes", options, "personal")[0].hits[0].metadata["file"] == "memory/decisions.json"
     for _ in range(3):

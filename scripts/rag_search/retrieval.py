@@ -63,7 +63,7 @@ class SearchOptions:
     # pages, whose answers span sections, with docs_page_bonus and docs_page_support; and a documentation page earns
     # docs_page_closeness / (rrf_k + its rank among the candidate pages by its closeness as a whole: the cosine of its
     # chunks' mean vector), so a page about the question outranks a pointer to it (leave-one-corpus-out on docs-faq
-    # picks both values in every fold: README, issue 26).
+    # picks both values in every fold: docs/benchmarks.md).
     page_bonus: float = 0.1
     page_support: int = 2
     docs_page_bonus: float = 1.0
@@ -77,7 +77,7 @@ class SearchOptions:
     personal_head_start: float = 0.03
     about_user_head_start: float = 0.1
     # With both collections searched, the personal page first in both of its collection's lists is shown no lower than
-    # this page (0 = no quota); bench/eval_mixed.py measures it (README, issue 25).
+    # this page (0 = no quota); bench/eval_mixed.py measures it (docs/benchmarks.md).
     personal_quota: int = 2
     # ... and the best personal page is shown first when both retrievers found it, one put it first with at least
     # personal_first_lead (ranking.leads), and its cosine is at most personal_first_gap below the documentation's best.
