@@ -156,10 +156,11 @@ def test_the_front_doors_stay_short():
     assert len((PROJECT / "SKILL.md").read_text()) <= 6_000
 
 
-def test_no_document_cites_an_issue_the_repository_cannot_resolve():
-    """"issue 25" means nothing to a reader of the repository: say what is meant."""
-    cited = [(path.relative_to(PROJECT).as_posix(), match.group(0)) for path in documents()
-             for match in re.finditer(r"issues? \d+", path.read_text(), re.IGNORECASE)]
+def test_no_document_or_code_cites_an_issue_the_repository_cannot_resolve():
+    """An issue's number means nothing to a reader of the repository: say what is meant."""
+    code = [path for folder in ("scripts", "tests", "bench") for path in sorted((PROJECT / folder).rglob("*.py"))]
+    cited = [(path.relative_to(PROJECT).as_posix(), match.group(0)) for path in [*documents(), *code]
+             for match in re.finditer(r"\bissues? #?\d+|\bfindings? \d+", path.read_text(), re.IGNORECASE)]
     assert not cited, cited
 
 
