@@ -21,10 +21,10 @@ $(VENV)/.installed: requirements.txt requirements-dev.txt
 	$(PY) -m pip install --quiet torch==$(TORCH_VERSION) $(TORCH_PIP_ARGS)
 	$(PY) -m pip install --quiet -r requirements.txt -r requirements-dev.txt
 	@# The ONNX export of the model, made once here; index runs copy it next to their index.
-	@# The libraries' telemetry off first, before torch and onnxruntime load (rag_search/telemetry.py).
+	@# The libraries' telemetry off first, before torch and onnxruntime load (rag_search/core/telemetry.py).
 	$(PY) -c "import sys; sys.path.insert(0, 'scripts'); \
-	from rag_search.telemetry import keep_libraries_local; keep_libraries_local(); \
-	from rag_search.embedding import find_model; from rag_search.onnx_export import prepare_cache; prepare_cache(find_model())"
+	from rag_search.core.telemetry import keep_libraries_local; keep_libraries_local(); \
+	from rag_search.model.embedding import find_model; from rag_search.model.onnx_export import prepare_cache; prepare_cache(find_model())"
 	touch $@
 
 # Index the bundled example corpus into a throwaway data dir, then search it.

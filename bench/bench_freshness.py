@@ -54,8 +54,8 @@ def main() -> int:
     parser.add_argument("--files", type=int, default=2000)
     parser.add_argument("--repeat", type=int, default=50)
     args = parser.parse_args()
-    from rag_search.config import load_settings
-    from rag_search.freshness import find_changes
+    from rag_search.core.config import load_settings
+    from rag_search.serve.freshness import find_changes
 
     with tempfile.TemporaryDirectory() as temp:
         root, data = Path(temp) / "state", Path(temp) / "data"

@@ -28,7 +28,7 @@ from pathlib import Path
 PROJECT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(PROJECT / "scripts"))
 
-from rag_search.atomic import folder_size  # noqa: E402
+from rag_search.core.atomic import folder_size  # noqa: E402
 from rag_search.sources.git import LastCommitDates  # noqa: E402
 
 START = 1_400_000_000  # 2014: one commit an hour or so from there

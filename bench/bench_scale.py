@@ -40,8 +40,8 @@ from pathlib import Path
 
 from bench_speed import PROJECT, SCRIPTS, child_peak, in_process_query_ms, warm_and_cold
 
-from rag_search.config import load_settings
-from rag_search.store import Store
+from rag_search.core.config import load_settings
+from rag_search.store.store import Store
 
 VOCABULARY = PROJECT.parent / "shared" / "bench" / "docs-faq"
 SOURCES = 12

@@ -36,9 +36,14 @@ PROJECT = Path(__file__).resolve().parents[1]
 SCRIPTS = PROJECT / "scripts"
 sys.path.insert(0, str(SCRIPTS))
 
-from rag_search.config import load_settings  # noqa: E402
-from rag_search.retrieval import Searcher, SearchOptions  # noqa: E402
-from rag_search.store import Store  # noqa: E402
+try:  # IN_PROCESS imports this file beside a baseline's package too, which may predate the package's layers
+    from rag_search.core.config import load_settings
+    from rag_search.search.retrieval import Searcher, SearchOptions
+    from rag_search.store.store import Store
+except ImportError:
+    from rag_search.config import load_settings  # type: ignore[no-redef]
+    from rag_search.retrieval import Searcher, SearchOptions  # type: ignore[no-redef]
+    from rag_search.store import Store  # type: ignore[no-redef]
 
 SCIFACT = PROJECT.parent / "shared" / "bench" / "scifact"
 FILES = 5000
@@ -104,7 +109,7 @@ def child_peak(command: list[str], env: dict) -> tuple[float, float, str]:
 def warm_and_cold(search: list[str], env: dict, runs: int, *others: list[str]) -> list[dict]:
     """Rows for `search` answered by the resident searcher and cold (--no-resident), and for `others`, taking turns
     over `runs` fresh processes each. The searcher is started first (one search leaves it behind) and stopped after."""
-    from rag_search import resident  # here: IN_PROCESS imports this file beside a baseline's package, which has none
+    from rag_search.serve import resident  # here: IN_PROCESS imports this file beside a baseline's package, which has none
 
     settings = load_settings(environ=env)
     child_peak(search, env)
@@ -136,7 +141,7 @@ def in_process_query_ms(data: Path, index: str, queries: list[str], rounds: int 
 # before bench_speed, which would otherwise import this checkout's).
 IN_PROCESS = """import json, sys
 sys.path.insert(0, sys.argv[1])
-import rag_search.config, rag_search.retrieval, rag_search.store
+import rag_search
 assert rag_search.__file__.startswith(sys.argv[1]), rag_search.__file__
 sys.path.insert(0, sys.argv[2])
 from bench_speed import QUERIES, in_process_query_ms
@@ -209,7 +214,7 @@ def cpu() -> dict:
     """The CPU the figures were measured on: int8 embedding is about twice as fast as float only where the CPU has
     VNNI instructions (an AMD EPYC without them ran both at the same speed)."""
     # here: IN_PROCESS imports this file beside a baseline's package, which has none of these
-    from rag_search.config import INT8_CPU_FLAGS, cpu_flags, graph_for_cpu, read_cpuinfo
+    from rag_search.core.config import INT8_CPU_FLAGS, cpu_flags, graph_for_cpu, read_cpuinfo
 
     text = read_cpuinfo()
     model = next((line.partition(":")[2].strip() for line in (text or "").splitlines() if line.startswith("model name")), "unknown")

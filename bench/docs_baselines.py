@@ -114,7 +114,7 @@ def onnx_embed() -> Embed:
     scripts = Path(__file__).resolve().parents[1] / "scripts"
     if str(scripts) not in sys.path:
         sys.path.insert(0, str(scripts))
-    from rag_search.embedding import EXPORT_CACHE, GRAPHS, OnnxEmbedder, SentenceTransformerEmbedder, find_model
+    from rag_search.model.embedding import EXPORT_CACHE, GRAPHS, OnnxEmbedder, SentenceTransformerEmbedder, find_model
 
     model = find_model()
     folder = EXPORT_CACHE / model.model_id

@@ -3,7 +3,7 @@
 
 Indexes corpus.jsonl (title + text of each document, chunked like any markdown
 file) into a throwaway data dir, runs every query of the chosen qrels split
-through rag_search.retrieval in each mode, and reports nDCG@10, Recall@10,
+through rag_search.search.retrieval in each mode, and reports nDCG@10, Recall@10,
 MRR@10 and latency, as a table and as JSON. Documents are ranked by their best
 chunk (one chunk per document on the page).
 
@@ -33,12 +33,12 @@ sys.path.insert(0, str(PROJECT / "bench"))
 
 from variants import parse_variant  # noqa: E402
 
-from rag_search.config import load_settings  # noqa: E402
-from rag_search.embedding import find_model  # noqa: E402
-from rag_search.indexer import IndexWriter, SourceDocument  # noqa: E402
-from rag_search.retrieval import MODES, Searcher, SearchOptions, search  # noqa: E402
-from rag_search.runs import index_run  # noqa: E402
-from rag_search.store import fingerprint  # noqa: E402
+from rag_search.core.config import load_settings  # noqa: E402
+from rag_search.index.indexer import IndexWriter, SourceDocument  # noqa: E402
+from rag_search.index.runs import index_run  # noqa: E402
+from rag_search.model.embedding import find_model  # noqa: E402
+from rag_search.search.retrieval import MODES, Searcher, SearchOptions, search  # noqa: E402
+from rag_search.store.store import fingerprint  # noqa: E402
 
 DEFAULT_DATA = PROJECT.parent / "shared" / "bench" / "scifact"
 COLLECTION = "docs"

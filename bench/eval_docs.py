@@ -49,8 +49,8 @@ import docs_baselines  # noqa: E402
 import graded  # noqa: E402
 from variants import parse_variant  # noqa: E402
 
-from rag_search.config import load_settings  # noqa: E402
-from rag_search.retrieval import MODES, Searcher, SearchOptions, search  # noqa: E402
+from rag_search.core.config import load_settings  # noqa: E402
+from rag_search.search.retrieval import MODES, Searcher, SearchOptions, search  # noqa: E402
 
 DEFAULT_DATA = PROJECT.parent / "shared" / "bench" / "docs-faq"
 DEFAULT_GRADES = PROJECT / "bench" / "docs_faq_grades.jsonl"

@@ -41,8 +41,8 @@ import mixed_state  # noqa: E402
 from eval_docs import DEFAULT_DATA, K, metrics, read_questions, run_script  # noqa: E402
 from variants import parse_variant  # noqa: E402
 
-from rag_search.config import load_settings  # noqa: E402
-from rag_search.retrieval import Searcher, SearchOptions, search, stores_for  # noqa: E402
+from rag_search.core.config import load_settings  # noqa: E402
+from rag_search.search.retrieval import Searcher, SearchOptions, search, stores_for  # noqa: E402
 
 SHOWN = 5  # results search.py prints by default: the slots the documentation share is counted over
 

@@ -25,9 +25,9 @@ sys.path.insert(0, str(PROJECT / "bench"))
 
 from eval_docs import DEFAULT_DATA, SCRIPTS, index_corpus, read_questions  # noqa: E402
 
-from rag_search.config import load_settings  # noqa: E402
-from rag_search.records import StoredChunk  # noqa: E402
-from rag_search.store import Store  # noqa: E402
+from rag_search.core.config import load_settings  # noqa: E402
+from rag_search.store.records import StoredChunk  # noqa: E402
+from rag_search.store.store import Store  # noqa: E402
 
 BAR = 3600  # for --max-chars 3000
 

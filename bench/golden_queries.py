@@ -22,8 +22,8 @@ from pathlib import Path
 PROJECT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(PROJECT / "scripts"))
 
-from rag_search.config import load_settings  # noqa: E402
-from rag_search.retrieval import MODES, Searcher, SearchOptions  # noqa: E402
+from rag_search.core.config import load_settings  # noqa: E402
+from rag_search.search.retrieval import MODES, Searcher, SearchOptions  # noqa: E402
 
 
 def read_golden(path: Path) -> list[tuple[str, list[str]]]:

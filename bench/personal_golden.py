@@ -178,8 +178,8 @@ def main() -> int:
         generate(root)
         subprocess.run([sys.executable, str(PROJECT / "scripts" / "index_personal.py"), "--quiet", "--data-dir", str(data), str(root)],
                        check=True, capture_output=True)
-        from rag_search.config import load_settings
-        from rag_search.retrieval import Searcher, SearchOptions
+        from rag_search.core.config import load_settings
+        from rag_search.search.retrieval import Searcher, SearchOptions
 
         searcher = Searcher(load_settings(data_dir=str(data), environ={}), "personal")
         firsts, fragments, misses = 0, [], []

@@ -33,23 +33,23 @@ from pathlib import Path
 import numpy as np
 from bench_speed import SCRIPTS, child_peak
 
-from rag_search.chunking import Chunk
-from rag_search.config import load_settings
-from rag_search.embedding import find_model, query_embedder
-from rag_search.local_vectors import CHROMA
-from rag_search.records import Filters
-from rag_search.store import Store
-from rag_search.vectors import VectorIndex
+from rag_search.core.config import load_settings
+from rag_search.model.embedding import find_model, query_embedder
+from rag_search.store.local_vectors import CHROMA
+from rag_search.store.records import Filters
+from rag_search.store.store import Store
+from rag_search.store.vectors import VectorIndex
+from rag_search.text.chunking import Chunk
 
 IMPORT_ONLY = "import time; started = time.perf_counter(); import chromadb; print(time.perf_counter() - started)"
 # In a fresh process: import chromadb, open the published docs index, two dense queries; the seconds of each step.
 FIRST_QUERY = """import json, sys, time
 sys.path.insert(0, sys.argv[1])
 import numpy as np
-from rag_search.config import load_settings
-from rag_search.embedding import find_model
-from rag_search.records import Filters
-from rag_search.store import Store
+from rag_search.core.config import load_settings
+from rag_search.model.embedding import find_model
+from rag_search.store.records import Filters
+from rag_search.store.store import Store
 settings = load_settings(data_dir=sys.argv[2])
 vector = np.random.default_rng(0).standard_normal(find_model(settings.model_dir).dimension).astype(np.float32)
 vector /= np.linalg.norm(vector)

@@ -127,8 +127,8 @@ def lost_negatives(data: Path, keep) -> list:
 
 def search_leaks(data: Path, planted, windows: dict[str, list[str]]) -> dict[str, str]:
     """{value: query} for credentials that a search for their context words or prefix returns."""
-    from rag_search.config import load_settings
-    from rag_search.retrieval import Searcher, SearchOptions
+    from rag_search.core.config import load_settings
+    from rag_search.search.retrieval import Searcher, SearchOptions
 
     searcher = Searcher(load_settings(data_dir=str(data)))
     leaks = {}
@@ -149,10 +149,10 @@ def search_leaks(data: Path, planted, windows: dict[str, list[str]]) -> dict[str
 def false_positives() -> dict:
     """Redactions per 1,000 chunks on docs-faq, the API-reference corpus and SciFact, chunked as the product chunks them;
     and which of the real keys pasted into the API corpus survived."""
-    from rag_search import parsing
-    from rag_search.chunking import Chunker
-    from rag_search.embedding import TokenCounter, find_model
-    from rag_search.sections import ParseError
+    from rag_search.model.embedding import TokenCounter, find_model
+    from rag_search.text import parsing
+    from rag_search.text.chunking import Chunker
+    from rag_search.text.sections import ParseError
 
     model = find_model()
     chunker = Chunker(TokenCounter(model), model.max_tokens)
@@ -199,7 +199,7 @@ def false_positives() -> dict:
 
 def redact_source(files: dict[str, str], documentation: bool) -> dict[str, str]:
     """{file: text redacted} for one source's documents, as the index writer redacts them (indexer.IndexWriter)."""
-    from rag_search import secrets
+    from rag_search.safety import secrets
 
     census = secrets.SourceCensus()
 

@@ -59,10 +59,10 @@ def mutate(root: Path, rng: random.Random, counter: list[int]) -> None:
 
 def searcher(data: Path, stop: Path, mode: str, seed: int) -> int:
     """Loop searches until `stop` exists; print {"searches", "failures", "errors"} as JSON."""
-    from rag_search.config import load_settings
-    from rag_search.embedding import find_model, query_embedder
-    from rag_search.retrieval import Searcher, SearchOptions, open_stores, search
-    from rag_search.store import fingerprint
+    from rag_search.core.config import load_settings
+    from rag_search.model.embedding import find_model, query_embedder
+    from rag_search.search.retrieval import Searcher, SearchOptions, open_stores, search
+    from rag_search.store.store import fingerprint
 
     rng = random.Random(seed)
     stats = {"mode": mode, "searches": 0, "failures": 0, "errors": []}
@@ -103,8 +103,8 @@ def searcher(data: Path, stop: Path, mode: str, seed: int) -> int:
 
 def index_contents(data: Path) -> dict:
     """Chunk id -> (text, metadata without indexed_at), plus the keyword index's ids."""
-    from rag_search.config import load_settings
-    from rag_search.store import Store
+    from rag_search.core.config import load_settings
+    from rag_search.store.store import Store
 
     store = Store.open_for_reading(load_settings(data_dir=str(data)), "personal")
     try:
@@ -197,8 +197,8 @@ def _soaking(elapsed: float, seconds: float, killed: int) -> bool:
 def start_resident(data: Path) -> None:
     """One search leaves a resident searcher behind; wait until it answers, so that it serves during the whole soak
     however busy the machine is (its warm-up takes seconds then)."""
-    from rag_search import resident
-    from rag_search.config import load_settings
+    from rag_search.core.config import load_settings
+    from rag_search.serve import resident
 
     subprocess.run([sys.executable, str(SCRIPTS / "search.py"), "--data-dir", str(data), "--index", "personal", QUERIES[0]],
                    capture_output=True, timeout=300, env={**os.environ, "RAG_SEARCH_RESIDENT": "1"})
@@ -212,8 +212,8 @@ def resident_report(data: Path, root: Path) -> tuple[int, int, list[str]]:
     """How many answers the resident searcher running now gave, how many generations are on disk after it had a second
     to let go of those the runs replaced and one more run collected the garbage, and its log's last lines; it is
     stopped."""
-    from rag_search import resident
-    from rag_search.config import load_settings
+    from rag_search.core.config import load_settings
+    from rag_search.serve import resident
 
     settings = load_settings(data_dir=str(data))
     served = (resident.about(settings) or {}).get("answers", 0)

@@ -16,11 +16,11 @@ from pathlib import Path
 PROJECT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(PROJECT / "scripts"))
 
-from rag_search import parsing  # noqa: E402
-from rag_search.chunking import Chunker  # noqa: E402
-from rag_search.embedding import TokenCounter, find_model  # noqa: E402
-from rag_search.injection import looks_like_instructions  # noqa: E402
-from rag_search.sections import ParseError  # noqa: E402
+from rag_search.model.embedding import TokenCounter, find_model  # noqa: E402
+from rag_search.safety.injection import looks_like_instructions  # noqa: E402
+from rag_search.text import parsing  # noqa: E402
+from rag_search.text.chunking import Chunker  # noqa: E402
+from rag_search.text.sections import ParseError  # noqa: E402
 
 SHARED = PROJECT.parent / "shared" / "bench"
 INJECTIONS = [

@@ -2,7 +2,7 @@
 
 import dataclasses
 
-from rag_search.retrieval import SearchOptions
+from rag_search.search.retrieval import SearchOptions
 
 
 def parse_variant(text: str, base: SearchOptions) -> tuple[str, SearchOptions]:

@@ -5,12 +5,12 @@ import argparse
 import logging
 import sys
 
-from rag_search.launch import use_project_venv
+from rag_search.core.launch import use_project_venv
 
 use_project_venv()
 
-from rag_search import cli, logs  # noqa: E402
-from rag_search.errors import EXIT_PARTIAL, ConfigError, IndexNotBuilt, RagSearchError, UsageError  # noqa: E402
+from rag_search.core import cli, logs  # noqa: E402
+from rag_search.core.errors import EXIT_PARTIAL, ConfigError, IndexNotBuilt, RagSearchError, UsageError  # noqa: E402
 
 log = logging.getLogger("rag_search")
 
@@ -86,7 +86,7 @@ def given_fields(args: argparse.Namespace) -> dict:
 
 
 def add_or_update(args: argparse.Namespace, settings) -> int:
-    from rag_search import registry
+    from rag_search.sources import registry
 
     fields = given_fields(args)
     result: dict = {}
@@ -124,7 +124,7 @@ def add_or_update(args: argparse.Namespace, settings) -> int:
 def check_given(args: argparse.Namespace, fields: dict, reg) -> None:
     """The source as this command would leave it, checked before the registry is touched: a bad flag is the command
     line's fault (exit 2), not the registry file's (which would name "sources.json: source #3")."""
-    from rag_search.specs import spec_from_entry
+    from rag_search.sources.specs import spec_from_entry
 
     entry = {**(reg.describe(args.id) if args.update else {}), "id": args.id, **fields}
     try:
@@ -135,7 +135,7 @@ def check_given(args: argparse.Namespace, fields: dict, reg) -> None:
 
 def undo(registry_file, source_id: str, previous: dict | None) -> None:
     """Put the registry back as it was for this source: a change whose first index failed is not kept."""
-    from rag_search import registry
+    from rag_search.sources import registry
 
     def change(reg: registry.Registry) -> None:
         if previous is None:
@@ -148,7 +148,7 @@ def undo(registry_file, source_id: str, previous: dict | None) -> None:
 
 
 def index_one(args: argparse.Namespace, settings, spec) -> dict:
-    from rag_search.runs import index_run
+    from rag_search.index.runs import index_run
     from rag_search.sources.docs import COLLECTION, index_sources, record_runs, sources_left_out
 
     with index_run(settings, COLLECTION, left_out=lambda indexed: sources_left_out(indexed, {spec.id})) as run:
@@ -158,9 +158,9 @@ def index_one(args: argparse.Namespace, settings, spec) -> dict:
 
 
 def list_sources(settings) -> int:
-    from rag_search import registry
+    from rag_search.sources import registry
     from rag_search.sources.docs import COLLECTION
-    from rag_search.store import Store
+    from rag_search.store.store import Store
 
     reg = registry.load(settings.registry)
     try:
@@ -184,11 +184,11 @@ def list_sources(settings) -> int:
 
 
 def remove(source_id: str, settings) -> int:
-    from rag_search import registry
-    from rag_search.datadir import DataDir
-    from rag_search.runs import index_run
+    from rag_search.core.datadir import DataDir
+    from rag_search.index.runs import index_run
+    from rag_search.sources import registry
     from rag_search.sources.docs import COLLECTION
-    from rag_search.store import Store
+    from rag_search.store.store import Store
 
     reg = registry.load(settings.registry)
     chunks_removed = 0

@@ -4,11 +4,11 @@
 import argparse
 import sys
 
-from rag_search.launch import use_project_venv
+from rag_search.core.launch import use_project_venv
 
 use_project_venv()
 
-from rag_search import cli  # noqa: E402
+from rag_search.core import cli  # noqa: E402
 
 EXIT_CODES = (0, 1, 2, 3, 6, 7)
 MEANINGS = {2: "bad command line (also --section with a chunk id, --context with --max-chars), or FILE_OR_ID names no "
@@ -71,7 +71,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def get(args: argparse.Namespace) -> int:
     """Answered by the resident searcher when one runs for these settings, as search.py is."""
-    from rag_search import client
+    from rag_search.serve import client
 
     return client.answer("get", args, cli.settings(args), off=args.no_resident)
 

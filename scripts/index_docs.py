@@ -6,12 +6,12 @@ import logging
 import sys
 import time
 
-from rag_search.launch import use_project_venv
+from rag_search.core.launch import use_project_venv
 
 use_project_venv()
 
-from rag_search import cli, logs  # noqa: E402
-from rag_search.errors import EXIT_PARTIAL, ConfigError  # noqa: E402
+from rag_search.core import cli, logs  # noqa: E402
+from rag_search.core.errors import EXIT_PARTIAL, ConfigError  # noqa: E402
 
 log = logging.getLogger("rag_search")
 
@@ -52,9 +52,9 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def index(args: argparse.Namespace) -> int:
-    from rag_search import registry
-    from rag_search.progress import ROUTINE
-    from rag_search.runs import index_run
+    from rag_search.core.progress import ROUTINE
+    from rag_search.index.runs import index_run
+    from rag_search.sources import registry
     from rag_search.sources.docs import COLLECTION, REBUILD_HINT, index_sources, prune_sources, record_runs, sources_left_out
 
     started = time.monotonic()

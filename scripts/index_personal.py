@@ -5,12 +5,12 @@ import argparse
 import logging
 import sys
 
-from rag_search.launch import use_project_venv
+from rag_search.core.launch import use_project_venv
 
 use_project_venv()
 
-from rag_search import cli, logs  # noqa: E402
-from rag_search.errors import EXIT_PARTIAL  # noqa: E402
+from rag_search.core import cli, logs  # noqa: E402
+from rag_search.core.errors import EXIT_PARTIAL  # noqa: E402
 
 log = logging.getLogger("rag_search")
 
@@ -55,8 +55,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def index(args: argparse.Namespace) -> int:
-    from rag_search.errors import one_line
-    from rag_search.runs import index_run
+    from rag_search.core.errors import one_line
+    from rag_search.index.runs import index_run
     from rag_search.sources.personal import (
         COLLECTION,
         REBUILD_HINT,
@@ -94,8 +94,8 @@ def index(args: argparse.Namespace) -> int:
 
 
 def forget(settings, recorded: list, roots: list[str]) -> int:
-    from rag_search.config import expand
-    from rag_search.runs import index_run
+    from rag_search.core.config import expand
+    from rag_search.index.runs import index_run
     from rag_search.sources.personal import COLLECTION, forget_root, forget_runs, recorded_runs
 
     removed, forgotten = 0, [expand(root) for root in roots]

@@ -6,13 +6,13 @@ import os
 import sys
 from pathlib import Path
 
-from rag_search.launch import use_project_venv
+from rag_search.core.launch import use_project_venv
 
 use_project_venv()
 
-from rag_search import cli, logs  # noqa: E402
-from rag_search.config import expand, load_settings  # noqa: E402
-from rag_search.timer import (  # noqa: E402
+from rag_search.core import cli, logs  # noqa: E402
+from rag_search.core.config import expand, load_settings  # noqa: E402
+from rag_search.serve.timer import (  # noqa: E402
     INSTALL_STEPS,
     TIMER,
     UNITS,

@@ -4,11 +4,11 @@
 import argparse
 import sys
 
-from rag_search.launch import use_project_venv
+from rag_search.core.launch import use_project_venv
 
 use_project_venv()
 
-from rag_search import cli, logs  # noqa: E402
+from rag_search.core import cli, logs  # noqa: E402
 
 EXIT_CODES = (0, 1, 2, 5, 6)
 MEANINGS = {0: "the client closed the connection", 6: "bad input: the config file, or a data dir another user owns or can write"}
@@ -54,7 +54,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def serve(args: argparse.Namespace) -> int:
-    from rag_search.server import RagSearchServer
+    from rag_search.serve.server import RagSearchServer
 
     server = RagSearchServer(cli.settings(args))
     server.warm_up()

@@ -4,14 +4,14 @@
 import argparse
 import sys
 
-from rag_search.launch import use_project_venv
+from rag_search.core.launch import use_project_venv
 
 use_project_venv()
 
-from rag_search import cli, logs  # noqa: E402
-from rag_search.answers import print_memory  # noqa: E402
-from rag_search.config import DEFAULT_WAIT_SECONDS  # noqa: E402
-from rag_search.errors import EXIT_CONFIG  # noqa: E402
+from rag_search.core import cli, logs  # noqa: E402
+from rag_search.core.config import DEFAULT_WAIT_SECONDS  # noqa: E402
+from rag_search.core.errors import EXIT_CONFIG  # noqa: E402
+from rag_search.serve.answers import print_memory  # noqa: E402
 
 EXIT_CODES = (0, 1, 2, 3, 4, 5, 6, 7)
 MEANINGS = {2: "bad command line: also a blank lesson or type, an empty --type or --tag, an unknown id, an --id taken by another entry",
@@ -125,19 +125,19 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def do_list(args, settings) -> int:
-    from rag_search import client
+    from rag_search.serve import client
 
     return client.answer("memory_list", args, settings, off=args.memory_file is not None)  # a searcher has the default file
 
 
 def do_query(args, settings) -> int:
-    from rag_search import client
+    from rag_search.serve import client
 
     return client.answer("memory_query", args, settings, off=args.memory_file is not None)
 
 
 def do_add(args, settings) -> int:
-    from rag_search import memory
+    from rag_search.serve import memory
 
     answer = memory.record(settings, args.kind, args.lesson, args.context, _given_tags(args), args.confidence, args.loop_id,
                            args.iteration, args.entry_id)
@@ -148,13 +148,13 @@ def do_add(args, settings) -> int:
 
 
 def do_remove(args, settings) -> int:
-    from rag_search import memory_edits
+    from rag_search.serve import memory_edits
 
     return _edited(args, memory_edits.remove(settings, args.ids, apply=args.yes), "removed")
 
 
 def do_update(args, settings) -> int:
-    from rag_search import memory_edits
+    from rag_search.serve import memory_edits
 
     return _edited(args, memory_edits.update(settings, args.entry_id, args.kind, args.lesson, args.context, _given_tags(args),
                                              args.confidence,
@@ -162,14 +162,14 @@ def do_update(args, settings) -> int:
 
 
 def do_clear(args, settings) -> int:
-    from rag_search import memory_edits
+    from rag_search.serve import memory_edits
 
     return _edited(args, memory_edits.clear(settings, args.loop_id, args.before, apply=args.yes), "deleted")
 
 
 def _edited(args, answer: dict, done: str) -> int:
     """Print what remove, update or clear did; without --yes, what they would do, and exit 6 (nothing was changed)."""
-    from rag_search.output import MEMORY_PREVIEWS
+    from rag_search.serve.output import MEMORY_PREVIEWS
 
     if not args.yes:
         count = answer[MEMORY_PREVIEWS[done]]

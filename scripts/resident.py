@@ -9,11 +9,11 @@ import argparse
 import json
 import sys
 
-from rag_search.launch import use_project_venv
+from rag_search.core.launch import use_project_venv
 
 use_project_venv()
 
-from rag_search import cli, logs  # noqa: E402
+from rag_search.core import cli, logs  # noqa: E402
 
 EXIT_CODES = (0, 1, 2, 6)
 MEANINGS = {0: "success (also when no searcher runs)", 6: "bad input: the config file, or a data dir another user owns or can write"}
@@ -39,7 +39,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def act(args: argparse.Namespace) -> int:
-    from rag_search import resident
+    from rag_search.serve import resident
 
     if args.action == "serve":
         return serve(args)
@@ -54,7 +54,7 @@ def act(args: argparse.Namespace) -> int:
 def serve(args: argparse.Namespace) -> int:
     """Started by a client, which hands over on stdin what its flags chose and the identity it expects (on a terminal,
     as when run by hand, the flags and the environment alone decide)."""
-    from rag_search.resident_server import serve
+    from rag_search.serve.resident_server import serve
 
     handover = {} if sys.stdin.isatty() else json.loads(sys.stdin.readline() or "{}")
     sys.stdin.close()

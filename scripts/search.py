@@ -4,11 +4,11 @@
 import argparse
 import sys
 
-from rag_search.launch import use_project_venv
+from rag_search.core.launch import use_project_venv
 
 use_project_venv()
 
-from rag_search import cli  # noqa: E402
+from rag_search.core import cli  # noqa: E402
 
 EXIT_CODES = (0, 1, 2, 3, 4, 5, 6, 7)
 MEANINGS = {0: "success (an empty result list is success)",
@@ -98,7 +98,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def search(args: argparse.Namespace) -> int:
     """Answered by the resident searcher when one runs for these settings (started after a cold answer otherwise)."""
-    from rag_search import client
+    from rag_search.serve import client
 
     return client.answer("search", args, cli.settings(args), off=args.no_resident)
 

@@ -4,11 +4,11 @@
 import argparse
 import sys
 
-from rag_search.launch import use_project_venv
+from rag_search.core.launch import use_project_venv
 
 use_project_venv()
 
-from rag_search import cli  # noqa: E402
+from rag_search.core import cli  # noqa: E402
 
 EXIT_CODES = (0, 1, 2, 6, 7)
 MEANINGS = {0: "success, however stale the indexes are, and with a registry it cannot read (see doc_sources)",
@@ -58,7 +58,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def status(args: argparse.Namespace) -> int:
     """Answered by the resident searcher when one runs for these settings (not for another --sources)."""
-    from rag_search import client
+    from rag_search.serve import client
 
     return client.answer("status", args, cli.settings(args), off=args.sources is not None)
 

@@ -132,9 +132,9 @@ def index_docs(data, *args):
 _READ_STORE = """
 import json, sys
 sys.path.insert(0, sys.argv[1])
-from rag_search.config import load_settings
-from rag_search.errors import IndexNotBuilt
-from rag_search.store import Store
+from rag_search.core.config import load_settings
+from rag_search.core.errors import IndexNotBuilt
+from rag_search.store.store import Store
 settings = load_settings(data_dir=sys.argv[2], chroma_url=sys.argv[4] or None)
 try:
     store = Store.open_for_reading(settings, sys.argv[3])
@@ -158,9 +158,9 @@ def store_contents(data_dir: Path, collection: str = "personal", server: str | N
 
 def server_collection(collection: str, embedding: str = "int8") -> str:
     """The Chroma server collection this install's scripts use for `collection` (its name carries the fingerprint)."""
-    from rag_search.embedding import find_model
-    from rag_search.server_vectors import collection_name
-    from rag_search.store import fingerprint
+    from rag_search.model.embedding import find_model
+    from rag_search.store.server_vectors import collection_name
+    from rag_search.store.store import fingerprint
 
     return collection_name(collection, fingerprint(find_model(), embedding))
 
@@ -169,7 +169,7 @@ _AGE_VECTORS = """
 import json, sys
 sys.path.insert(0, sys.argv[1])
 from pathlib import Path
-from rag_search.vectors import FINGERPRINT_KEY, VectorIndex
+from rag_search.store.vectors import FINGERPRINT_KEY, VectorIndex
 folder, name, changes = Path(sys.argv[2]), sys.argv[3], json.loads(sys.argv[4])
 vectors = VectorIndex.open_local(folder, name)
 stored = vectors.fingerprint()
@@ -321,7 +321,7 @@ def hit(chunk_id, file="a.md", collection="docs", score=0.5, text="x", dense=Non
         heading=None, kind=None):
     """A search hit with the evidence retrieval gathers: `dense` is its rank in its collection's dense list (its cosine
     is then `score`), `lexical_rank` its rank in the keyword list."""
-    from rag_search.records import Evidence, Hit
+    from rag_search.store.records import Evidence, Hit
 
     evidence = Evidence()
     if dense is not None:

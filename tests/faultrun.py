@@ -1,7 +1,7 @@
 """Run a script with a fault injected at one step: `python faultrun.py FAULT SCRIPT [ARG…]`.
 
 FAULT is ACTION@TARGET[#N]: on the N-th call (default 1) of TARGET (a dotted path
-to a function or method in rag_search, e.g. rag_search.catalog.Catalog.write),
+to a function or method in rag_search, e.g. rag_search.store.catalog.Catalog.write),
 ACTION happens before the call runs:
   kill   the process SIGKILLs itself (no cleanup, as an OOM kill or power cut)
   fail   the call raises OSError(EIO), as a failing disk would

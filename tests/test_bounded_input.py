@@ -73,8 +73,9 @@ def test_an_interrupted_run_keeps_the_work_of_completed_batches(tmp_path):
     root.mkdir()
     for number in range(700):  # two batches of chunks (512 and 188)
         (root / f"note-{number}.md").write_text(f"# Note {number}\n\nMaintenance window {number} moves to slot {number * 7}.\n")
-    killed = subprocess.run([sys.executable, str(HERE / "faultrun.py"), "kill@rag_search.catalog.Catalog.write#2", "index_personal.py",
-                             "--data-dir", str(tmp_path / "data"), str(root)], capture_output=True, text=True, timeout=600, cwd=SCRIPTS)
+    killed = subprocess.run([sys.executable, str(HERE / "faultrun.py"), "kill@rag_search.store.catalog.Catalog.write#2",
+                             "index_personal.py", "--data-dir", str(tmp_path / "data"), str(root)],
+                            capture_output=True, text=True, timeout=600, cwd=SCRIPTS)
     assert killed.returncode == -9, killed.stderr
     again = run_script("index_personal.py", "--data-dir", tmp_path / "data", root)
     assert again.code == 0, again

@@ -7,10 +7,10 @@ import string
 import pytest
 from tokenizers import Tokenizer
 
-from rag_search import chunking
-from rag_search.chunking import MAX_CHUNK_CHARS, Chunker
-from rag_search.embedding import TokenCounter, find_model
-from rag_search.sections import Section
+from rag_search.model.embedding import TokenCounter, find_model
+from rag_search.text import chunking
+from rag_search.text.chunking import MAX_CHUNK_CHARS, Chunker
+from rag_search.text.sections import Section
 
 
 @pytest.fixture(scope="module")

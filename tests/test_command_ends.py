@@ -10,7 +10,7 @@ import time
 import pytest
 
 from conftest import SCRIPTS, add_source, index_docs, run_script
-from rag_search import cli
+from rag_search.core import cli
 from webserver import DocsSite
 
 

@@ -2,8 +2,8 @@ import json
 
 import pytest
 
-from rag_search.config import DEFAULT_REGISTRY, graph_for_cpu, load_settings
-from rag_search.errors import ConfigError
+from rag_search.core.config import DEFAULT_REGISTRY, graph_for_cpu, load_settings
+from rag_search.core.errors import ConfigError
 
 
 def write_config(home, data):

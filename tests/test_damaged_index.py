@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 
 from conftest import run_script
-from rag_search.config import load_settings
-from rag_search.indexer import IndexWriter, SourceDocument
-from rag_search.runs import index_run
+from rag_search.core.config import load_settings
+from rag_search.index.indexer import IndexWriter, SourceDocument
+from rag_search.index.runs import index_run
 
 WORDS = "kernel volume network storage cluster ingress backup policy secret quota".split()
 

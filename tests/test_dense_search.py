@@ -6,8 +6,8 @@ import sys
 import numpy as np
 
 from conftest import SCRIPTS, run_script
-from rag_search.records import Filters
-from rag_search.vectors import EF_SEARCH, VectorIndex
+from rag_search.store.records import Filters
+from rag_search.store.vectors import EF_SEARCH, VectorIndex
 
 NO_FILTERS = Filters()
 
@@ -17,7 +17,7 @@ _SEARCH_BREADTH = """
 import sys
 sys.path.insert(0, sys.argv[1])
 from pathlib import Path
-from rag_search.vectors import VectorIndex
+from rag_search.store.vectors import VectorIndex
 root = Path(sys.argv[2]) / "personal"
 vectors = VectorIndex.open_local(root / "generations" / (root / "CURRENT").read_text().strip() / "chroma", "personal")
 if len(sys.argv) > 3:

@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from conftest import PROJECT, SCRIPTS, run_script
-from rag_search import errors
+from rag_search.core import errors
 from test_cli_contract import parsers_of
 
 SCRIPT_NAMES = sorted(path.name for path in SCRIPTS.glob("*.py"))

@@ -6,7 +6,8 @@ import shutil
 import numpy as np
 import pytest
 
-from rag_search.embedding import (
+from rag_search.core.errors import ModelNotFound
+from rag_search.model.embedding import (
     EXPORT_META,
     GRAPHS,
     ModelDamaged,
@@ -18,9 +19,8 @@ from rag_search.embedding import (
     find_model,
     query_embedder,
 )
-from rag_search.errors import ModelNotFound
-from rag_search.onnx_export import INT8_MIN_COSINE, complete_export, ensure_export, prepare_cache
-from rag_search.store import fingerprint
+from rag_search.model.onnx_export import INT8_MIN_COSINE, complete_export, ensure_export, prepare_cache
+from rag_search.store.store import fingerprint
 
 SAMPLE = [
     "",

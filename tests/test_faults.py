@@ -19,21 +19,21 @@ from conftest import SCRIPTS, run_script, server_collection, store_contents
 FAULTRUN = Path(__file__).with_name("faultrun.py")
 
 FLUSH_STEPS = [
-    "rag_search.vectors.VectorIndex.add",
-    "rag_search.catalog.Catalog.write",
-    "rag_search.vectors.VectorIndex.delete",
+    "rag_search.store.vectors.VectorIndex.add",
+    "rag_search.store.catalog.Catalog.write",
+    "rag_search.store.vectors.VectorIndex.delete",
 ]
 PUBLISH_STEPS = [
-    "rag_search.store_writer.StoreWriter.verify",
-    "rag_search.atomic.fsync_tree",
-    "rag_search.generations.install",
-    "rag_search.generations.point_current",
-    "rag_search.generations.collect_garbage#2",  # #1 is the clean-up when the run starts
+    "rag_search.store.store_writer.StoreWriter.verify",
+    "rag_search.core.atomic.fsync_tree",
+    "rag_search.store.generations.install",
+    "rag_search.store.generations.point_current",
+    "rag_search.store.generations.collect_garbage#2",  # #1 is the clean-up when the run starts
 ]
 SERVER_STEPS = [
-    "rag_search.server_vectors.ServerJournal.record",
-    "rag_search.vectors.VectorIndex.stamp",
-    "rag_search.server_vectors.ServerJournal.clear",
+    "rag_search.store.server_vectors.ServerJournal.record",
+    "rag_search.store.vectors.VectorIndex.stamp",
+    "rag_search.store.server_vectors.ServerJournal.clear",
 ]
 NOTES = {
     "keep.md": "# Keep\n\nThe backup job runs at 02:00 and keeps seven daily snapshots.\n",
@@ -151,7 +151,7 @@ def test_a_reused_vector_always_belongs_to_its_text(server, tmp_path):
     original = (root / "edit.md").read_text()
     assert run_script("index_personal.py", "--data-dir", data, "--chroma-url", server, root).code == 0
     (root / "edit.md").write_text("# Edit\n\nSomething else entirely: the coffee machine descales on Fridays.\n")
-    killed = faulty_run("kill@rag_search.catalog.Catalog.write", data, root, "--chroma-url", server)
+    killed = faulty_run("kill@rag_search.store.catalog.Catalog.write", data, root, "--chroma-url", server)
     assert killed.returncode == -9, killed.stderr
     (root / "copy.md").write_text(original)  # the same text: its vector is reused, not embedded again
     (root / "edit.md").write_text(original)
@@ -190,7 +190,8 @@ def test_a_failed_flush_fails_that_source_only(tmp_path, isolated_home):
         (folder / "page.md").write_text(f"# {name} page\n\nThe {name} source documents the {name} widget.\n")
         sources.append({"id": name, "name": name, "type": "local", "path": str(folder)})
     (isolated_home / "sources.json").write_text(json.dumps({"sources": sources}))
-    env_run = [sys.executable, str(FAULTRUN), "fail@rag_search.catalog.Catalog.write#2", "index_docs.py", "--data-dir", str(data), "--all"]
+    env_run = [sys.executable, str(FAULTRUN), "fail@rag_search.store.catalog.Catalog.write#2", "index_docs.py", "--data-dir", str(data),
+               "--all"]
     result = subprocess.run(env_run, capture_output=True, text=True, timeout=300, cwd=SCRIPTS)
     assert result.returncode == 9, result.stdout + result.stderr
     summary = {s["id"]: s for s in json.loads(result.stdout)["sources"]}
@@ -208,10 +209,10 @@ def test_a_run_that_changes_nothing_never_opens_the_vectors(tmp_path):
     root = reset_root(tmp_path / "root")
     data = tmp_path / "data"
     assert run_script("index_personal.py", "--data-dir", data, root).code == 0
-    unchanged = faulty_run("fail@rag_search.vectors.VectorIndex.open_local", data, root)
+    unchanged = faulty_run("fail@rag_search.store.vectors.VectorIndex.open_local", data, root)
     assert unchanged.returncode == 0 and "faultrun:" not in unchanged.stderr, unchanged.stderr
     change(root)
-    changed = faulty_run("fail@rag_search.vectors.VectorIndex.open_local", data, root)
+    changed = faulty_run("fail@rag_search.store.vectors.VectorIndex.open_local", data, root)
     assert "faultrun:" in changed.stderr and changed.returncode != 0, "a run with something to write opens them"
 
 
@@ -222,15 +223,15 @@ def test_a_changing_run_loads_the_vectors_once(tmp_path):
     data = tmp_path / "data"
     assert run_script("index_personal.py", "--data-dir", data, root).code == 0
     change(root)
-    changed = faulty_run("fail@rag_search.vectors.VectorIndex.open_local#2", data, root)
+    changed = faulty_run("fail@rag_search.store.vectors.VectorIndex.open_local#2", data, root)
     assert changed.returncode == 0 and "faultrun:" not in changed.stderr, changed.stderr
     assert json.loads(changed.stdout)["published"] is True
 
 
 CATCH_UP_STEPS = [
-    "rag_search.catalog.Catalog.catch_up",
-    "rag_search.vectors.VectorIndex.delete",  # the first delete and add of a run are the catch-up's
-    "rag_search.vectors.VectorIndex.add",
+    "rag_search.store.catalog.Catalog.catch_up",
+    "rag_search.store.vectors.VectorIndex.delete",  # the first delete and add of a run are the catch-up's
+    "rag_search.store.vectors.VectorIndex.add",
 ]
 
 

@@ -84,8 +84,8 @@ def test_an_edit_to_an_included_file_is_found_at_search_time(state_dir, tmp_path
 
 def test_a_folder_unreadable_for_a_moment_removes_nothing_at_search_time(state_dir, tmp_path, monkeypatch):
     """As root, no permission makes a folder unreadable, so the walk's failure is simulated."""
-    from rag_search.config import load_settings
-    from rag_search.freshness import find_changes
+    from rag_search.core.config import load_settings
+    from rag_search.serve.freshness import find_changes
 
     env = index_env(state_dir, tmp_path)
     real_scandir = os.scandir

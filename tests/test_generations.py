@@ -185,9 +185,9 @@ def test_a_store_reads_the_generation_it_locked_after_another_collection_is_rena
     """A copy of a collection renamed over the one a store reads has a g000001 too: the store, whose vectors open on
     first use, still reads the generation it locked (ChromaDB opened by path would find the other's files), and it
     says the published index is no longer its own."""
-    from rag_search.config import load_settings
-    from rag_search.records import Filters, Hit
-    from rag_search.store import Store
+    from rag_search.core.config import load_settings
+    from rag_search.store.records import Filters, Hit
+    from rag_search.store.store import Store
 
     other_notes = tmp_path / "other-notes"
     other_notes.mkdir()
@@ -253,7 +253,7 @@ def test_a_sqlite_file_copied_while_another_process_writes_it_is_a_committed_sta
     when the copy starts."""
     import sqlite3
 
-    from rag_search.generations import copy_sqlite
+    from rag_search.store.generations import copy_sqlite
 
     source = tmp_path / "busy.sqlite"
     with contextlib.closing(sqlite3.connect(source)) as db:
@@ -358,11 +358,11 @@ def test_an_index_of_the_earlier_layout_is_rebuilt_with_its_own_vectors(state_di
 def test_a_work_generation_that_disagrees_with_itself_is_never_published(damage, state_dir, tmp_path):
     """Verification before publishing: catalog, keyword index and vectors must hold the same chunks."""
     sys.path.insert(0, str(SCRIPTS))
-    from rag_search.config import load_settings
-    from rag_search.embedding import find_model
-    from rag_search.errors import StoreError
-    from rag_search.store import fingerprint
-    from rag_search.store_writer import StoreWriter
+    from rag_search.core.config import load_settings
+    from rag_search.core.errors import StoreError
+    from rag_search.model.embedding import find_model
+    from rag_search.store.store import fingerprint
+    from rag_search.store.store_writer import StoreWriter
 
     data = tmp_path / "data"
     assert index(data, state_dir).code == 0

@@ -4,7 +4,7 @@ import time
 
 import pytest
 
-from rag_search.includes import expand_page, resolve_includes
+from rag_search.text.includes import expand_page, resolve_includes
 
 MAX = 1_000_000
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from rag_search.lexical import identifiers, match_expression, query_terms, terms
+from rag_search.store.lexical import identifiers, match_expression, query_terms, terms
 
 
 @pytest.mark.parametrize(

@@ -22,7 +22,7 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
 from conftest import SCRIPTS
-from rag_search.telemetry import FORCED
+from rag_search.core.telemetry import FORCED
 
 # Installed in every process: at the first import of each library that reads a switch, the switches' values then
 # (most are read once, at import: onnxruntime's as it initialises).
@@ -48,11 +48,13 @@ def clean_env(home: Path, tmp: Path, hook: Path) -> dict[str, str]:
 
 
 # What `make setup` runs: the one-time ONNX export (torch leaves an empty cache folder, torchinductor_$USER, in $TMPDIR).
-SETUP = ("import sys; sys.path.insert(0, sys.argv[1]); from rag_search.telemetry import keep_libraries_local; keep_libraries_local(); "
-         "from rag_search.embedding import find_model; from rag_search.onnx_export import prepare_cache; prepare_cache(find_model())")
+SETUP = ("import sys; sys.path.insert(0, sys.argv[1]); "
+         "from rag_search.core.telemetry import keep_libraries_local; keep_libraries_local(); "
+         "from rag_search.model.embedding import find_model; "
+         "from rag_search.model.onnx_export import prepare_cache; prepare_cache(find_model())")
 
 EMBED_WITHOUT_A_SCRIPT = ("import sys; from pathlib import Path; sys.path.insert(0, sys.argv[1]); "
-                          "from rag_search.embedding import find_model, query_embedder; "
+                          "from rag_search.model.embedding import find_model, query_embedder; "
                           "query_embedder(Path(sys.argv[2]), find_model(), 'int8').embed(['a question'])")
 
 

@@ -3,8 +3,8 @@ import time
 
 import pytest
 
-from rag_search.parsing import kind_of, parse
-from rag_search.sections import ParseError
+from rag_search.text.parsing import kind_of, parse
+from rag_search.text.sections import ParseError
 
 
 def test_markdown_front_matter_becomes_metadata_and_leaves_the_text():

@@ -4,8 +4,8 @@ import time
 from dataclasses import replace
 
 from conftest import hit, run_script
-from rag_search.ranking import about_the_user, implied_recency_days, rank
-from rag_search.retrieval import SearchOptions
+from rag_search.search.ranking import about_the_user, implied_recency_days, rank
+from rag_search.search.retrieval import SearchOptions
 
 PLAIN = SearchOptions(lead=0.0)  # reciprocal rank fusion alone
 

@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from rag_search import registry
-from rag_search.errors import ConfigError
+from rag_search.core.errors import ConfigError
+from rag_search.sources import registry
 
 GIT = {"id": "k0s", "name": "k0s Documentation", "type": "git", "url": "https://github.com/k0sproject/k0s.git",
        "path": "docs/", "glob": "**/*.md", "version": "v1.30.0"}

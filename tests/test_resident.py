@@ -34,7 +34,7 @@ class Resident:
         self.env = {"RAG_SEARCH_RESIDENT": "1", "RAG_SEARCH_HOME": str(data), "XDG_RUNTIME_DIR": str(runtime)}
 
     def settings(self):
-        from rag_search.config import load_settings
+        from rag_search.core.config import load_settings
 
         return load_settings(environ={**os.environ, **self.env})
 
@@ -45,7 +45,7 @@ class Resident:
         return run_script("search.py", *args, "--no-resident", env=self.env)
 
     def about(self) -> dict | None:
-        from rag_search import resident
+        from rag_search.serve import resident
 
         return resident.about(self.settings())
 
@@ -70,7 +70,7 @@ class Resident:
         return path.read_text() if path.exists() else ""
 
     def stop(self) -> None:
-        from rag_search import resident
+        from rag_search.serve import resident
 
         with contextlib.suppress(Exception):
             resident.stop(self.settings())
@@ -317,7 +317,7 @@ def test_racing_clients_start_one_searcher(warm):
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root to connect as another uid")
 def test_another_uid_is_refused(warm):
-    from rag_search import resident
+    from rag_search.serve import resident
 
     warm.started()
     path = resident.socket_path(warm.settings())
@@ -348,7 +348,7 @@ def test_an_idle_searcher_exits(warm):
 
 
 def resident_socket_name(warm: Resident) -> str:
-    from rag_search import resident
+    from rag_search.serve import resident
 
     return resident.socket_path(warm.settings()).name
 
@@ -435,7 +435,7 @@ def test_stop_returns_once_the_searcher_has_exited(warm):
 
 
 def test_a_data_dir_removed_during_warm_up_is_not_made_again(tmp_path):
-    from rag_search.resident_server import _listening
+    from rag_search.serve.resident_server import _listening
 
     gone = tmp_path / "data" / "resident" / "socket"  # the data dir is gone: its resident folder cannot be made
     with pytest.raises(FileNotFoundError), _listening(gone):
@@ -590,7 +590,7 @@ def test_copies_of_the_index_in_memory_that_killed_searchers_left_are_removed(st
 
 
 def test_only_copies_of_the_index_our_dead_processes_left_are_removed(tmp_path, monkeypatch):
-    from rag_search import vectors
+    from rag_search.store import vectors
 
     monkeypatch.setattr(vectors, "RAM_DIR", tmp_path)
     running = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
@@ -637,7 +637,7 @@ def test_no_searcher_loads_the_model_when_its_socket_folder_is_unusable(warm):
     os.chmod(folder, 0o755)  # others may enter: no searcher may listen there
     same(warm.search(QUERY), warm.cold(QUERY))
     assert warm.wait_for(warm.log).startswith(f"resident searcher not started: {folder} must be"), warm.log()
-    served = subprocess.run([sys.executable, str(Path(__file__).parent / "faultrun.py"), "kill@rag_search.warm.WarmIndex.warm_up",
+    served = subprocess.run([sys.executable, str(Path(__file__).parent / "faultrun.py"), "kill@rag_search.serve.warm.WarmIndex.warm_up",
                              "resident.py", "serve"], env={**os.environ, **warm.env}, stdin=subprocess.DEVNULL,
                             capture_output=True, text=True, timeout=300)
     assert served.returncode == 1, served.stderr  # -9: it loaded the model before it looked at the folder
@@ -647,7 +647,7 @@ def test_no_searcher_loads_the_model_when_its_socket_folder_is_unusable(warm):
 
 def ask_raw(warm: Resident, request: dict) -> dict | None:
     """Send one request of our own making to the searcher; its reply, None if it closed the connection without one."""
-    from rag_search import resident
+    from rag_search.serve import resident
 
     settings = warm.settings()
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
@@ -683,7 +683,7 @@ def test_malformed_requests_of_our_own_uid_get_an_error_and_the_searcher_answers
 def impostor(warm: Resident, replies: list[bytes]):
     """A searcher of our uid at the socket, holding the searchers' lock (none replaces it), that takes each request
     and answers it with the next of `replies`."""
-    from rag_search import resident
+    from rag_search.serve import resident
 
     settings = warm.settings()
     resident.folder(settings).mkdir(mode=0o700)

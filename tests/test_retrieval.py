@@ -1,12 +1,13 @@
 """Filters, the per-file cap, the keyword search and the token budget, stage by stage (ranking: test_ranking.py)."""
 
 from conftest import hit, run_script
-from rag_search import lexical, output
-from rag_search.catalog import Catalog
-from rag_search.config import load_settings
-from rag_search.records import ChunkRecord, DocumentRecord, Evidence, Filters
-from rag_search.retrieval import Searcher, SearchOptions, SearchResult, _cap_per_file
-from rag_search.vectors import where as _where
+from rag_search.core.config import load_settings
+from rag_search.search.retrieval import Searcher, SearchOptions, SearchResult, _cap_per_file
+from rag_search.serve import output
+from rag_search.store import lexical
+from rag_search.store.catalog import Catalog
+from rag_search.store.records import ChunkRecord, DocumentRecord, Evidence, Filters
+from rag_search.store.vectors import where as _where
 
 
 def test_per_file_cap():

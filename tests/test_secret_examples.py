@@ -11,7 +11,7 @@ import json
 import pytest
 
 from conftest import add_source, index_docs, run_script, store_contents
-from rag_search.secrets import redact
+from rag_search.safety.secrets import redact
 from webserver import DocsSite, Page, html_page
 
 
@@ -217,7 +217,7 @@ def test_a_url_placeholder_is_kept_in_documentation():
 
 
 def test_a_document_redacted_before_another_showed_its_value_is_named_for_redaction_again():
-    from rag_search.secrets import SourceCensus, redact_document
+    from rag_search.safety.secrets import SourceCensus, redact_document
 
     census = SourceCensus()
     first = redact_document("markdown", f"X-API-KEY: {ADMIN_KEY}", True, census.documented("a.md"))[0]

@@ -13,7 +13,7 @@ import pytest
 
 from conftest import PROJECT, files_in_store, run_script, store_contents
 from gitrepo import GitRepo
-from rag_search.secrets import is_secret_file, redact
+from rag_search.safety.secrets import is_secret_file, redact
 from rag_search.sources.files import walk_root
 from rag_search.sources.git import _tree_files
 
@@ -268,7 +268,7 @@ def test_every_planted_credential_is_redacted_and_every_hard_negative_kept(hosti
     """Each kind that leaked before (Stripe, Google, OpenAI, Anthropic, Hugging Face, npm, PyPI, SendGrid, Twilio, Heroku,
     passwords in URLs, YAML and JSON, DB_PASSWORD=, .npmrc, Azure keys and SAS, Docker auth, kubeconfig, PGP, AWS in prose,
     escaped JSON) and more, as the indexer redacts each file (git and web text as documentation)."""
-    from rag_search.secrets import redact_document
+    from rag_search.safety.secrets import redact_document
 
     root, planted = hostile_corpus
     redacted = {}

@@ -98,7 +98,7 @@ def test_bad_server_settings(state_dir, tmp_path, args, env, code, message):
 
 
 def test_the_keyword_copy_keeps_a_file_whose_chunks_span_two_pages():
-    from rag_search.server_vectors import keyword_documents
+    from rag_search.store.server_vectors import keyword_documents
 
     def chunk(chunk_id, text, file, ord_):
         return (chunk_id, text, {"source_id": "personal", "file": file, "chunk_index": ord_, "heading": "Notes"}, None)

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from conftest import PROJECT, run_script
-from rag_search.telemetry import FORCED
+from rag_search.core.telemetry import FORCED
 
 UNITS = ("rag-index.service", "rag-index.timer")
 SHIPPED = PROJECT / "systemd"

@@ -8,10 +8,10 @@ import os
 import pytest
 
 from conftest import run_script
-from rag_search import warm as warm_module
-from rag_search.config import load_settings
-from rag_search.retrieval import SearchOptions
-from rag_search.warm import WarmIndex
+from rag_search.core.config import load_settings
+from rag_search.search.retrieval import SearchOptions
+from rag_search.serve import warm as warm_module
+from rag_search.serve.warm import WarmIndex
 
 
 @pytest.fixture

@@ -8,7 +8,7 @@ import pytest
 
 from conftest import SCRIPTS
 from rag_search import __version__
-from rag_search.fetch import USER_AGENT, PageState, WebFetcher
+from rag_search.sources.fetch import USER_AGENT, PageState, WebFetcher
 from webserver import LAST_MODIFIED, NOTES, SYNC_OPTIONS, DocsSite, Page
 
 

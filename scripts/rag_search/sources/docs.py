@@ -9,19 +9,20 @@ import logging
 import time
 from pathlib import Path
 
-from .. import dates, registry
-from ..config import Settings
-from ..datadir import DataDir
-from ..errors import ConfigError, IndexWriteError, SourceFailed, is_disk_full
-from ..fetch import WebFetcher
-from ..indexer import IndexWriter, Pipeline
-from ..reconcile import Listing, Report, reconcile
-from ..records import IndexedFiles
-from ..specs import GitSource, LocalSource, SourceSpec, WebSource
-from ..store import Store
-from ..store_writer import StoreWriter
+from ..core import dates
+from ..core.config import Settings
+from ..core.datadir import DataDir
+from ..core.errors import ConfigError, IndexWriteError, SourceFailed, is_disk_full
+from ..index.indexer import IndexWriter, Pipeline
+from ..index.reconcile import Listing, Report, reconcile
+from ..store.records import IndexedFiles
+from ..store.store import Store
+from ..store.store_writer import StoreWriter
+from . import registry
+from .fetch import WebFetcher
 from .git import git_listing
 from .local import local_listing
+from .specs import GitSource, LocalSource, SourceSpec, WebSource
 from .web import web_listing
 
 log = logging.getLogger("rag_search")

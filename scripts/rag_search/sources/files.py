@@ -15,14 +15,14 @@ import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .. import dates
-from ..errors import ConfigError
-from ..includes import expand_page
-from ..indexer import SourceDocument, content_hash
-from ..parsing import kind_of
-from ..progress import ROUTINE
-from ..reconcile import Listed, Listing, Skip
-from ..secrets import is_secret_file, warn_secret_files
+from ..core import dates
+from ..core.errors import ConfigError
+from ..core.progress import ROUTINE
+from ..index.indexer import SourceDocument, content_hash
+from ..index.reconcile import Listed, Listing, Skip
+from ..safety.secrets import is_secret_file, warn_secret_files
+from ..text.includes import expand_page
+from ..text.parsing import kind_of
 
 log = logging.getLogger("rag_search")
 

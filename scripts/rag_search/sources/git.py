@@ -33,15 +33,15 @@ import time
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from .. import dates
-from ..errors import SourceFailed
-from ..includes import expand_page
-from ..indexer import SourceDocument, content_hash
-from ..parsing import kind_of
-from ..reconcile import Listed, Listing, Skip
-from ..secrets import is_secret_file, warn_secret_files
-from ..specs import GitSource, glob_spec
+from ..core import dates
+from ..core.errors import SourceFailed
+from ..index.indexer import SourceDocument, content_hash
+from ..index.reconcile import Listed, Listing, Skip
+from ..safety.secrets import is_secret_file, warn_secret_files
+from ..text.includes import expand_page
+from ..text.parsing import kind_of
 from .files import SkipFile, listed_kind, read_text
+from .specs import GitSource, glob_spec
 
 log = logging.getLogger("rag_search")
 

@@ -1,10 +1,10 @@
 """Local doc sources: a folder on disk, listed like a personal root."""
 
-from ..config import Settings
-from ..errors import SourceFailed
-from ..reconcile import Listing
-from ..specs import LocalSource, glob_spec
+from ..core.config import Settings
+from ..core.errors import SourceFailed
+from ..index.reconcile import Listing
 from .files import folder_listing, walk_root
+from .specs import LocalSource, glob_spec
 
 
 def local_listing(spec: LocalSource, settings: Settings) -> Listing:

@@ -12,8 +12,8 @@ import contextlib
 import hashlib
 from pathlib import Path
 
-from ..atomic import write_atomically
-from ..datadir import DataDir
+from ..core.atomic import write_atomically
+from ..core.datadir import DataDir
 
 
 def page_file(data_dir: Path, source_id: str, url: str, content_hash: str) -> Path:

@@ -18,16 +18,16 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from .. import dates
-from ..atomic import write_atomically
-from ..config import Settings, is_ours
-from ..errors import ConfigError, RagSearchError, SourceFailed
-from ..indexer import IndexWriter, Pipeline
-from ..locking import exclusive_lock
-from ..reconcile import COUNTS, reconcile
-from ..records import IndexedFiles
-from ..store import Store
-from ..store_writer import StoreWriter
+from ..core import dates
+from ..core.atomic import write_atomically
+from ..core.config import Settings, is_ours
+from ..core.errors import ConfigError, RagSearchError, SourceFailed
+from ..core.locking import exclusive_lock
+from ..index.indexer import IndexWriter, Pipeline
+from ..index.reconcile import COUNTS, reconcile
+from ..store.records import IndexedFiles
+from ..store.store import Store
+from ..store.store_writer import StoreWriter
 from .files import FileEntry, WalkResult, folder_listing, relative_name, walk_root
 
 log = logging.getLogger("rag_search")

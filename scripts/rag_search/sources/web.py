@@ -13,16 +13,16 @@ import logging
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from .. import secrets
-from ..chunking import HEADING_SEPARATOR
-from ..errors import SourceFailed
-from ..fetch import PageState, WebFetcher, folder_of, site_of
-from ..html_markdown import anchor_key
-from ..indexer import SourceDocument, content_hash
-from ..progress import ROUTINE
-from ..reconcile import Gone, Listed, Listing, Loaded, Skip, Unchanged
-from ..specs import WebSource
+from ..core.errors import SourceFailed
+from ..core.progress import ROUTINE
+from ..index.indexer import SourceDocument, content_hash
+from ..index.reconcile import Gone, Listed, Listing, Loaded, Skip, Unchanged
+from ..safety import secrets
+from ..text.chunking import HEADING_SEPARATOR
+from ..text.html_markdown import anchor_key
+from .fetch import PageState, WebFetcher, folder_of, site_of
 from .pages import remove_page, save_page
+from .specs import WebSource
 
 log = logging.getLogger("rag_search")
 

@@ -1,0 +1,1 @@
+"""The embedding model, found on disk and never downloaded, and its ONNX export."""

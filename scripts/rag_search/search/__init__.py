@@ -1,0 +1,1 @@
+"""Finding and ordering the chunks that answer a query: retrieval, ranking, the optional cross-encoder."""

@@ -1,0 +1,171 @@
+"""Include stubs in documentation pages, replaced by the text they include.
+
+Doc sites assemble pages from shared pieces, and indexed as written such a page
+holds only the stub line. The forms understood: MkDocs markdown-include
+`{!path!}`, pymdownx snippets `--8<-- "path"` (a line, or a block of paths
+between two `--8<--` lines), mkdocs-include-markdown `{% include-markdown "path" %}`
+and Jinja's `{% include "path" %}`, Hugo's `{{< readfile file="path" >}}`, and
+Docusaurus MDX imports (`import Part from './_part.mdx'` shown as `<Part />`).
+
+A stub is replaced when its file lies inside the root (the source's folder):
+relative to the page, else to one of the page's parent folders up to the root,
+which is how MkDocs and Hugo resolve paths against their docs folder. Includes
+nest up to MAX_DEPTH. A stub naming a file that is missing, outside the root,
+a credential file or too large stays as written and is reported.
+"""
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..safety.secrets import is_secret_file
+from .markdown import split_front_matter
+
+MAX_DEPTH = 4
+
+_MARKDOWN_INCLUDE = re.compile(r"\{!\s*([^!\s{}]+?)\s*!\}")
+_SNIPPET_LINE = re.compile(r"^([ \t]*)--8<--[ \t]+(?:\"([^\"\n]+)\"|'([^'\n]+)'|([^\s\"';]+))[ \t]*$", re.MULTILINE)
+_SNIPPET_BLOCK = re.compile(r"^([ \t]*)--8<--[ \t]*\n((?:[ \t]*[^\s\"']*[ \t]*\n)+?)[ \t]*--8<--[ \t]*$", re.MULTILINE)
+_JINJA_INCLUDE = re.compile(r"^([ \t]*)\{%-?\s*include(?:-markdown)?\s+[\"']([^\"'\n]+)[\"'][^%\n]*-?%\}", re.MULTILINE)
+_HUGO_READFILE = re.compile(r"^([ \t]*)\{\{[<%]\s*readfile\s+(?:file=)?\"([^\"\n]+)\"[^>%\n]*[>%]\}\}", re.MULTILINE)
+_MDX_IMPORT = re.compile(r"^import\s+([A-Z]\w*)\s+from\s+[\"']([^\"'\n]+\.mdx?)[\"'];?[ \t]*\n?", re.MULTILINE)
+
+
+@dataclass
+class Expansion:
+    """The page with its includes in place, the files they came from, and the stubs left as written (with why)."""
+
+    text: str
+    unresolved: list[str] = field(default_factory=list)
+    files: list[Path] = field(default_factory=list)
+    included: int = 0
+    included_bytes: int = 0
+
+
+def resolve_includes(text: str, page: Path, root: Path, max_bytes: int) -> Expansion:
+    """`text` (the page at `page`, under `root`) with every include stub that can be resolved replaced by its file's text.
+
+    Files larger than `max_bytes` are not included, and the includes add at most `max_bytes` bytes (UTF-8) to the page:
+    every copy is counted, at every level, so a part used many times cannot multiply past it.
+    """
+    expansion = Expansion(text)
+    page = page.resolve()
+    expansion.text = _expand(text, page, root.resolve(), max_bytes, expansion, (page,), 0)
+    return expansion
+
+
+def _expand(text: str, page: Path, root: Path, max_bytes: int, expansion: Expansion, stack: tuple[Path, ...], width: int) -> str:
+    """`text` with its stubs replaced; `width` is the indent the enclosing includes will add to each of its lines."""
+    def fits(target: str, body: str, indent: str = "") -> bool:
+        """Counts what one more copy of `body` adds to the page, or reports the stub if the budget cannot take it."""
+        size = len(body.encode()) + (width + len(indent)) * sum(1 for line in body.splitlines() if line)
+        if expansion.included_bytes + size > max_bytes:
+            expansion.unresolved.append(f"{target} (include budget of {max_bytes} bytes used up)")
+            return False
+        expansion.included_bytes += size
+        return True
+
+    def include(target: str, indent: str = "") -> str | None:
+        """The included text (indented like the stub), or None to keep the stub."""
+        found, problem = _find(target, page, root, max_bytes, stack)
+        body = ""
+        if found is not None:
+            try:
+                body = split_front_matter(found.read_text(encoding="utf-8-sig", errors="replace"))[1].strip("\n")
+            except OSError as exc:
+                problem = f"unreadable: {exc.strerror}"
+        if problem or found is None:
+            expansion.unresolved.append(f"{target} ({problem})")
+            return None
+        if not fits(target, body, indent):
+            return None
+        expansion.included += 1
+        if found not in expansion.files:
+            expansion.files.append(found)
+        body = _expand(body, found, root, max_bytes, expansion, (*stack, found), width + len(indent))
+        return "\n".join(indent + line if line else line for line in body.splitlines())
+
+    def one(match: re.Match, indent_group: int | None, target_group: int) -> str:
+        target = next(group for group in match.groups()[target_group - 1 :] if group)
+        indent = match.group(indent_group) if indent_group else ""
+        included = include(target.strip(), indent)
+        return match.group(0) if included is None else included
+
+    def snippet_block(match: re.Match) -> str:
+        targets = [line.strip() for line in match.group(2).splitlines() if line.strip() and not line.strip().startswith(";")]
+        parts = [part for target in targets if (part := include(target, match.group(1))) is not None]
+        return "\n".join(parts) if targets and len(parts) == len(targets) else match.group(0)
+
+    text = _SNIPPET_BLOCK.sub(snippet_block, text)
+    text = _SNIPPET_LINE.sub(lambda m: one(m, 1, 2), text)
+    text = _MARKDOWN_INCLUDE.sub(lambda m: one(m, None, 1), text)
+    text = _JINJA_INCLUDE.sub(lambda m: one(m, 1, 2), text)
+    text = _HUGO_READFILE.sub(lambda m: one(m, 1, 2), text)
+    return _mdx_imports(text, include, fits)
+
+
+def _mdx_imports(text: str, include: Callable[[str], str | None], fits: Callable[[str, str], bool]) -> str:
+    """Docusaurus: each `<Part />` becomes the part's text while the budget lasts, and `import Part from './_part.mdx'` goes
+    once no usage is left."""
+    for match in list(_MDX_IMPORT.finditer(text)):
+        name, target = match.groups()
+        usage = re.compile(rf"<{name}(?:\s[^<>]*)?/>")
+        usages = len(usage.findall(text))
+        included = include(target) if usages else None
+        if included is None:
+            continue
+        placed = 1
+        while placed < usages and fits(target, included):
+            placed += 1
+        if placed == usages:
+            text = text.replace(match.group(0), "", 1)
+
+        def part_text(_usage: re.Match, included: str = included) -> str:
+            return included
+
+        text = usage.sub(part_text, text, count=placed)
+    return text
+
+
+def _find(target: str, page: Path, root: Path, max_bytes: int, stack: tuple[Path, ...]) -> tuple[Path | None, str | None]:
+    """The file a stub names, searched from the page's folder up to the root; or the reason there is none."""
+    name = target.split(":", 1)[0] if ":" in target and not target.startswith(("http:", "https:")) else target
+    if "://" in name:
+        return None, "a URL"
+    relative = name.removeprefix("@site/").lstrip("/")
+    if is_secret_file(Path(relative).name):
+        return None, "a credential file"
+    if len(stack) > MAX_DEPTH:
+        return None, f"includes nested deeper than {MAX_DEPTH}"
+    folder = page.parent
+    candidates = [page.parent / name] if not name.startswith("/") else []
+    while True:
+        candidates.append(folder / relative)
+        if folder == root or root not in folder.parents:
+            break
+        folder = folder.parent
+    for candidate in candidates:
+        try:
+            resolved = candidate.resolve()
+        except (OSError, RuntimeError):
+            continue
+        if resolved.is_file() and resolved.is_relative_to(root):
+            if resolved in stack:
+                return None, "includes itself"
+            if resolved.stat().st_size > max_bytes:
+                return None, "too large (max_file_bytes)"
+            return resolved, None
+    return None, "not found inside the source"
+
+
+def expand_page(kind: str, text: str, page: Path, root: Path, max_bytes: int) -> tuple[str, list[str], list[Path]]:
+    """A loader's step: a markdown page with its includes in place, a warning naming the stubs kept as written,
+    and the files included (a change to one changes the page)."""
+    if kind != "markdown":
+        return text, [], []
+    expansion = resolve_includes(text, page, root, max_bytes)
+    if not expansion.unresolved:
+        return expansion.text, [], expansion.files
+    shown = ", ".join(expansion.unresolved[:5]) + (f" and {len(expansion.unresolved) - 5} more" if len(expansion.unresolved) > 5 else "")
+    return expansion.text, [f"include stub(s) kept as written: {shown}"], expansion.files
