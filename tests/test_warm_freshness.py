@@ -13,6 +13,8 @@ from rag_search.config import load_settings
 from rag_search.retrieval import SearchOptions
 from rag_search.warm import WarmIndex
 
+pytestmark = pytest.mark.processes  # the warm core of a resident searcher
+
 
 @pytest.fixture
 def warm(state_dir, tmp_path, monkeypatch):
