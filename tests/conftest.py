@@ -213,13 +213,13 @@ def call_script(name: str, *args, cwd: Path | None = None, env: dict | None = No
 
 def add_source(*args):
     """add_doc_source.py with these arguments, which must succeed; its JSON."""
-    result = run_script("add_doc_source.py", *args)
+    result = call_script("add_doc_source.py", *args)
     assert result.code == 0, result
     return result.json
 
 
 def index_docs(data, *args):
-    return run_script("index_docs.py", "--data-dir", data, *args)
+    return call_script("index_docs.py", "--data-dir", data, *args)
 
 
 def store_contents(data_dir: Path, collection: str = "personal", server: str | None = None) -> dict:

@@ -304,6 +304,7 @@ def test_base_url_must_be_http(fetcher, base_url):
         fetcher.page_urls(base_url, ["install/"])
 
 
+@pytest.mark.processes
 def test_importing_the_module_does_not_import_trafilatura():
     code = "import sys; import rag_search.sources.web; print('trafilatura' in sys.modules)"
     completed = subprocess.run([sys.executable, "-c", code], cwd=SCRIPTS, capture_output=True, text=True, timeout=60)
