@@ -89,6 +89,7 @@ def test_a_run_that_changes_nothing_copies_nothing(state_dir, tmp_path):
     assert index(data, state_dir).json["published"] is True
 
 
+@pytest.mark.processes
 def test_a_second_index_run_waits_then_gives_up_with_exit_8(state_dir, tmp_path):
     data = marked_data_dir(tmp_path / "data")
     personal(data).mkdir()
@@ -97,7 +98,7 @@ def test_a_second_index_run_waits_then_gives_up_with_exit_8(state_dir, tmp_path)
         lock.write(json.dumps({"pid": os.getpid(), "since": "now"}))
         lock.flush()
         started = time.monotonic()
-        result = index(data, state_dir, "--wait", "1")
+        result = run_script("index_personal.py", "--data-dir", data, state_dir, "--wait", "1")  # another pid than the holder's
         assert result.code == 8, result
         assert 1 <= time.monotonic() - started < 30
         assert f"pid {os.getpid()}" in result.stderr and "--wait" in result.stderr
