@@ -11,7 +11,7 @@ TORCH_VERSION := 2.13.0
 TORCH_PIP_ARGS ?=
 DEMO_QUERY ?= why did we turn off self-heal in ArgoCD?
 
-.PHONY: setup demo test clean
+.PHONY: setup demo test test-fast clean
 
 setup: $(VENV)/.installed
 
@@ -34,12 +34,16 @@ demo: setup
 	$(PY) scripts/index_personal.py --data-dir "$$home/data" examples/state >&2 && \
 	$(PY) scripts/search.py --data-dir "$$home/data" "$(DEMO_QUERY)"
 
-# Lint and type-check first (mypy's settings: pyproject.toml). Two workers: most tests wait on script subprocesses,
-# so two cores run them ~1.5x faster.
+# Lint and type-check first (mypy's settings: pyproject.toml), then the whole suite. Two workers: many tests wait on
+# script subprocesses, so two cores run them ~1.5x faster.
 test: setup
 	$(VENV)/bin/ruff check scripts tests bench
 	$(VENV)/bin/mypy
 	$(PY) -m pytest -q -n 2
+
+# The edit loop: the tests that start no Python process (tests/conftest.py marks the others `processes`).
+test-fast: setup
+	$(PY) -m pytest -q -n 2 -m "not processes"
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache

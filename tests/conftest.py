@@ -1,18 +1,28 @@
-"""Shared fixtures: an isolated HOME for every test, script runners, a prebuilt example index.
+"""Shared fixtures: an isolated HOME for every test, script runners, a prebuilt example index, the two tiers.
 
-Tests use real parts: ChromaDB on disk in tmp dirs, the real model, the
-scripts run as subprocesses from another working directory.
+Tests use real parts: ChromaDB on disk in tmp dirs, the real model, the scripts run as
+subprocesses from another working directory (run_script), or their main() in the test's own
+process (call_script) where the process is not what the test is about.
+
+Two tiers: a test that starts a Python process (a script through run_script, the fault runner,
+a resident, MCP or Chroma server) is marked `processes`; `make test-fast` runs the others.
 """
 
 import contextlib
+import fcntl
 import http.client
+import importlib
+import io
 import json
+import logging
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
 import time
+import warnings
 from pathlib import Path
 
 import pytest
@@ -39,6 +49,39 @@ def isolated_home(tmp_path, monkeypatch):
     monkeypatch.setenv("RAG_SEARCH_RESIDENT", "0")  # tests about the resident searcher turn it on (test_resident.py)
     monkeypatch.delenv("XDG_RUNTIME_DIR", raising=False)
     return home
+
+
+# The two tiers ---------------------------------------------------------------------------------------------------
+# A test that starts a Python process (a script through run_script, the fault runner, a resident searcher, the MCP or
+# Chroma server) is marked `processes`: the whole module with `pytestmark = pytest.mark.processes`, or the test with
+# `@pytest.mark.processes`. `make test-fast` runs the others. The guard below fails an unmarked test that starts one,
+# in either tier (a session fixture starts its process before the guard is on: mark the modules that use it).
+
+VENV_BIN = Path(sys.executable).parent  # the chroma command is there too
+
+
+def _is_python(command) -> bool:
+    program = Path(str(command[0] if isinstance(command, (list, tuple)) else command))
+    return program.name.startswith("python") or program.parent == VENV_BIN
+
+
+@pytest.fixture(autouse=True)
+def in_process_only(request):
+    """A test not marked `processes` that starts a Python process fails at once: it belongs to the slow tier."""
+    if request.node.get_closest_marker("processes"):
+        yield
+        return
+    start = subprocess.Popen.__init__
+
+    def refuse_python(self, args, *rest, **options):
+        if _is_python(options.get("executable") or args):
+            pytest.fail(f"{request.node.nodeid} starts a Python process ({args!r}): mark it @pytest.mark.processes",
+                        pytrace=False)
+        start(self, args, *rest, **options)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(subprocess.Popen, "__init__", refuse_python)
+        yield
 
 
 def resident_searchers(under: Path) -> dict[int, str]:
@@ -118,42 +161,83 @@ def run_script(name: str, *args, cwd: Path | None = None, env: dict | None = Non
     return ScriptResult(completed)
 
 
+def _loggers() -> list:
+    return [logger for logger in logging.Logger.manager.loggerDict.values() if isinstance(logger, logging.Logger)]
+
+
+@contextlib.contextmanager
+def process_state_kept():
+    """What a script's main() sets for its whole process, put back afterwards: the environment (telemetry.py), the
+    working directory, sys.argv, the loggers (logs.setup_logging; a logger made meanwhile gets the default level), the
+    warning filters, and the SIGTERM and SIGINT handlers (cli.run)."""
+    environ, cwd, argv = dict(os.environ), os.getcwd(), sys.argv[:]
+    loggers = {logger: (logger.handlers[:], logger.level, logger.propagate) for logger in _loggers()}
+    handlers = {signum: signal.getsignal(signum) for signum in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        with warnings.catch_warnings():
+            yield
+    finally:
+        os.environ.clear()
+        os.environ.update(environ)
+        os.chdir(cwd)
+        sys.argv[:] = argv
+        for logger in _loggers():
+            logger.handlers[:], level, logger.propagate = loggers.get(logger, (logger.handlers, logging.NOTSET, logger.propagate))
+            logger.setLevel(level)
+        for signum, handler in handlers.items():
+            signal.signal(signum, handler)
+
+
+def call_script(name: str, *args, cwd: Path | None = None, env: dict | None = None) -> ScriptResult:
+    """scripts/<name>'s main() in this process, as run_script runs it (its stdout, stderr and exit code), for a test of
+    what a script computes, not of the script as a process (its start-up, imports, signals, a kill, a lock another
+    process holds, what a C library writes to the file descriptors): such a test stays in the fast tier.
+
+    It runs as where there is no fork: isolation.run_isolated then reads the index in this process. A child forked
+    from a process where ChromaDB's and onnxruntime's threads already run (an earlier call's) can hang on a lock one
+    of them held; a crash the isolation contains is a test of processes (test_damaged_index.py)."""
+    arguments = [*map(str, args)]
+    cwd = cwd or Path(os.environ["HOME"])
+    stdout, stderr = io.StringIO(), io.StringIO()
+    with process_state_kept(), pytest.MonkeyPatch.context() as patch, contextlib.redirect_stdout(stdout), \
+            contextlib.redirect_stderr(stderr):
+        patch.delattr(os, "fork")
+        os.environ.update({key: str(value) for key, value in (env or {}).items()})
+        os.chdir(cwd)
+        sys.argv[:] = [str(SCRIPTS / name), *arguments]
+        try:
+            code = importlib.import_module(Path(name).stem).main(arguments)
+        except SystemExit as exit:  # argparse: --help, a bad flag
+            code = exit.code
+    return ScriptResult(subprocess.CompletedProcess(name, code or 0, stdout.getvalue(), stderr.getvalue()))
+
+
 def add_source(*args):
     """add_doc_source.py with these arguments, which must succeed; its JSON."""
-    result = run_script("add_doc_source.py", *args)
+    result = call_script("add_doc_source.py", *args)
     assert result.code == 0, result
     return result.json
 
 
 def index_docs(data, *args):
-    return run_script("index_docs.py", "--data-dir", data, *args)
-
-
-_READ_STORE = """
-import json, sys
-sys.path.insert(0, sys.argv[1])
-from rag_search.core.config import load_settings
-from rag_search.core.errors import IndexNotBuilt
-from rag_search.store.store import Store
-settings = load_settings(data_dir=sys.argv[2], chroma_url=sys.argv[4] or None)
-try:
-    store = Store.open_for_reading(settings, sys.argv[3])
-except IndexNotBuilt:
-    print("{}")
-    sys.exit(0)
-print(json.dumps({chunk.id: {"metadata": chunk.metadata, "text": chunk.text} for chunk in store.all_chunks()}))
-store.close()
-"""
+    return call_script("index_docs.py", "--data-dir", data, *args)
 
 
 def store_contents(data_dir: Path, collection: str = "personal", server: str | None = None) -> dict:
-    """{chunk id: {"metadata", "text"}} read in a child process, as another reader would."""
-    completed = subprocess.run(
-        [sys.executable, "-c", _READ_STORE, str(SCRIPTS), str(data_dir), collection, server or ""],
-        capture_output=True, text=True, timeout=120,
-    )
-    assert completed.returncode == 0, completed.stderr
-    return json.loads(completed.stdout)
+    """{chunk id: {"metadata", "text"}} as the store publishes them (as JSON has them), read through a store closed
+    before this returns: no file of the index stays open here (an index run may take a generation no process holds)."""
+    from rag_search.core.config import load_settings
+    from rag_search.core.errors import IndexNotBuilt
+    from rag_search.store.store import Store
+
+    try:
+        store = Store.open_for_reading(load_settings(data_dir=str(data_dir), chroma_url=server), collection)
+    except IndexNotBuilt:
+        return {}
+    try:
+        return json.loads(json.dumps({chunk.id: {"metadata": chunk.metadata, "text": chunk.text} for chunk in store.all_chunks()}))
+    finally:
+        store.close()
 
 
 def server_collection(collection: str, embedding: str = "int8") -> str:
@@ -227,7 +311,7 @@ def example_index(tmp_path_factory) -> Path:
     state = base / "state"
     shutil.copytree(EXAMPLES, state)
     data = base / "data"
-    result = run_script("index_personal.py", "--data-dir", data, state, cwd=base, env={"HOME": str(base)})
+    result = call_script("index_personal.py", "--data-dir", data, state, cwd=base, env={"HOME": str(base)})
     assert result.code == 0, result
     return data
 
@@ -257,7 +341,7 @@ def long_pages_index(tmp_path_factory) -> Path:
     (base / "state" / "notes").mkdir(parents=True)
     (base / "state" / "notes" / "manual.md").write_text(long_manual())
     (base / "state" / "notes" / "transcript.txt").write_text(long_transcript())
-    result = run_script("index_personal.py", "--data-dir", base / "data", base / "state", cwd=base, env={"HOME": str(base)})
+    result = call_script("index_personal.py", "--data-dir", base / "data", base / "state", cwd=base, env={"HOME": str(base)})
     assert result.code == 0, result
     return base / "data"
 
@@ -301,14 +385,20 @@ def chroma_server(tmp_path_factory):
 
 
 @pytest.fixture
-def small_disk(tmp_path):
-    """A 200 MB tmpfs (needs root); the test is skipped where it cannot be mounted."""
+def small_disk(tmp_path, tmp_path_factory):
+    """A 200 MB tmpfs (needs root); the test is skipped where it cannot be mounted.
+
+    One such test at a time across the workers: on a full disk a reader copies the index to /dev/shm, which every test
+    shares, and removes the copies that dead processes left; another worker's reader would remove the copy a test has
+    just made a searcher leave (by killing it) before the test can see it there."""
     mount_point = tmp_path / "disk"
     mount_point.mkdir()
-    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=200m", "tmpfs", str(mount_point)], capture_output=True).returncode:
-        pytest.skip("cannot mount a tmpfs here (not root?)")
-    yield mount_point
-    subprocess.run(["umount", "-l", str(mount_point)], check=True)
+    with open(tmp_path_factory.getbasetemp().parent / "small_disk.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=200m", "tmpfs", str(mount_point)], capture_output=True).returncode:
+            pytest.skip("cannot mount a tmpfs here (not root?)")
+        yield mount_point
+        subprocess.run(["umount", "-l", str(mount_point)], check=True)
 
 
 def fill(disk, leave_bytes=0):

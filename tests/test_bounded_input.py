@@ -10,6 +10,8 @@ import pytest
 
 from conftest import SCRIPTS, files_in_store, run_script
 
+pytestmark = pytest.mark.processes  # each run's peak memory is measured in its own process
+
 HERE = Path(__file__).parent
 
 

@@ -4,7 +4,7 @@ An edit to an included file reaches the page that includes it, and a git source 
 gives its unchanged files the new version, commit and URL, without --full and without embedding them again.
 """
 
-from conftest import add_source, index_docs, run_script, store_contents
+from conftest import add_source, call_script, index_docs, store_contents
 from gitrepo import GitRepo
 
 
@@ -43,7 +43,7 @@ def test_unchanged_git_files_follow_the_source_to_its_new_version(tmp_path):
     before = chunks_of(data, "k0s/docs/network.md")
     assert {chunk["metadata"]["commit"] for chunk in before.values()} == {first}
 
-    assert run_script("add_doc_source.py", "--update", "--id", "k0s", "--version", "v2").code == 0
+    assert call_script("add_doc_source.py", "--update", "--id", "k0s", "--version", "v2").code == 0
     moved = index_docs(data, "--all")
     assert moved.code == 0, moved
     after = chunks_of(data, "k0s/docs/network.md")

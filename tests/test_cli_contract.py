@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from conftest import DEEP_PASSAGE, SCRIPTS, add_source, index_docs, run_script, store_contents
+from conftest import DEEP_PASSAGE, SCRIPTS, add_source, call_script, index_docs, run_script, store_contents
 from webserver import DocsSite, Page, html_page
 
 SEARCH_ERRORS = [
@@ -27,13 +27,14 @@ SEARCH_ERRORS = [
 
 @pytest.mark.parametrize("arguments, message", SEARCH_ERRORS)
 def test_usage_errors_exit_2_with_the_json_error_and_one_line_on_stderr(example_index, arguments, message):
-    result = run_script("search.py", "--data-dir", example_index, *arguments)
+    result = call_script("search.py", "--data-dir", example_index, *arguments)
     assert result.code == 2, result
     error = result.json["error"]
     assert (error["code"], error["type"]) == (2, "UsageError") and message in error["message"] and error["hint"]
     assert len(result.stderr.splitlines()) == 1 and result.stderr.startswith("error: "), result.stderr
 
 
+@pytest.mark.processes
 @pytest.mark.parametrize("script", ["index_personal.py", "index_docs.py", "add_doc_source.py", "get.py", "status.py", "install_timer.py"])
 def test_every_script_reports_a_bad_flag_the_same_way(script):
     result = run_script(script, "--no-such-flag", timeout=60)
@@ -112,14 +113,14 @@ def test_no_script_takes_an_abbreviated_option(capsys):
 
 
 def test_a_query_starting_with_a_dash_goes_after_double_dash(example_index):
-    result = run_script("search.py", "--data-dir", example_index, "--top-k", "1", "--", "-selfHeal false")
+    result = call_script("search.py", "--data-dir", example_index, "--top-k", "1", "--", "-selfHeal false")
     assert result.code == 0, result
     assert result.json["query"] == "-selfHeal false" and result.json["results"]
 
 
 def test_answers_are_one_line_of_json_with_cited_metadata_unless_verbose(example_index):
-    compact = run_script("search.py", "--data-dir", example_index, "why is ArgoCD self-heal disabled?")
-    verbose = run_script("search.py", "--data-dir", example_index, "--verbose", "why is ArgoCD self-heal disabled?")
+    compact = call_script("search.py", "--data-dir", example_index, "why is ArgoCD self-heal disabled?")
+    verbose = call_script("search.py", "--data-dir", example_index, "--verbose", "why is ArgoCD self-heal disabled?")
     assert compact.stdout.count("\n") == 1, "unindented when stdout is not a terminal"
     assert [item["id"] for item in compact.json["results"]] == [item["id"] for item in verbose.json["results"]]
     for short, full in zip(compact.json["results"], verbose.json["results"], strict=True):
@@ -137,14 +138,14 @@ def test_answers_are_one_line_of_json_with_cited_metadata_unless_verbose(example
 
 
 def test_unknown_source_ids_are_errors_that_list_the_known_ones(example_index):
-    result = run_script("search.py", "--data-dir", example_index, "--source", "nope", "--source", "personal", "anything")
+    result = call_script("search.py", "--data-dir", example_index, "--source", "nope", "--source", "personal", "anything")
     assert result.code == 2, result
     assert "unknown source id(s) nope; known: personal" in result.json["error"]["message"]
 
 
 def test_docs_not_built_is_said_once_per_data_dir(example_data):
-    first = run_script("search.py", "--data-dir", example_data, "self-heal")
-    second = run_script("search.py", "--data-dir", example_data, "self-heal")
+    first = call_script("search.py", "--data-dir", example_data, "self-heal")
+    second = call_script("search.py", "--data-dir", example_data, "self-heal")
     assert first.code == second.code == 0
     assert "docs index has not been built" in first.stderr
     assert second.stderr == ""
@@ -156,16 +157,17 @@ def test_searched_collections_lists_only_what_was_searched(example_data, tmp_pat
     (docs / "drain.md").write_text("# Draining\n\nCordon the node, then drain it with kubectl drain --ignore-daemonsets.\n")
     add_source("--id", "runbooks", "--name", "Runbooks", "--type", "local", "--path", docs)
     assert index_docs(example_data, "--all").code == 0
-    both = run_script("search.py", "--data-dir", example_data, "drain a node").json
-    personal = run_script("search.py", "--data-dir", example_data, "--source", "personal", "drain a node").json
-    runbooks = run_script("search.py", "--data-dir", example_data, "--source", "runbooks", "drain a node").json
+    both = call_script("search.py", "--data-dir", example_data, "drain a node").json
+    personal = call_script("search.py", "--data-dir", example_data, "--source", "personal", "drain a node").json
+    runbooks = call_script("search.py", "--data-dir", example_data, "--source", "runbooks", "drain a node").json
     assert both["searched_collections"] == ["personal", "docs"]
     assert personal["searched_collections"] == ["personal"] and {item["source"] for item in personal["results"]} == {"personal"}
     assert runbooks["searched_collections"] == ["docs"] and runbooks["results"][0]["file"] == "runbooks/drain.md"
-    unknown = run_script("search.py", "--data-dir", example_data, "--source", "k0s", "drain")
+    unknown = call_script("search.py", "--data-dir", example_data, "--source", "k0s", "drain")
     assert unknown.code == 2 and "known: personal, runbooks" in unknown.json["error"]["message"]
 
 
+@pytest.mark.processes
 @pytest.mark.parametrize("script, own, foreign", [
     ("search.py", {"0", "2", "3", "4", "7"}, {"8", "9"}),
     ("index_personal.py", {"0", "4", "8", "9"}, {"3"}),
@@ -186,18 +188,18 @@ def test_each_script_help_shows_its_own_exit_codes(script, own, foreign):
 
 
 def test_get_reads_a_whole_file_as_indexed_or_a_chunk_with_its_neighbours(example_data):
-    top = run_script("search.py", "--data-dir", example_data, "--top-k", "1", "why is ArgoCD self-heal disabled?").json["results"][0]
-    whole = run_script("get.py", "--data-dir", example_data, top["file"])
+    top = call_script("search.py", "--data-dir", example_data, "--top-k", "1", "why is ArgoCD self-heal disabled?").json["results"][0]
+    whole = call_script("get.py", "--data-dir", example_data, top["file"])
     assert whole.code == 0, whole
     assert whole.json["from"] == "file" and whole.json["path"] == top["metadata"]["path"]
     assert whole.json["text"].startswith("---\ntitle: ArgoCD setup") and whole.json["chunks"] == 4
-    by_path = run_script("get.py", "--data-dir", example_data, top["metadata"]["path"]).json
+    by_path = call_script("get.py", "--data-dir", example_data, top["metadata"]["path"]).json
     assert by_path["text"] == whole.json["text"]
-    chunk = run_script("get.py", "--data-dir", example_data, top["id"], "--context", "1").json
+    chunk = call_script("get.py", "--data-dir", example_data, top["id"], "--context", "1").json
     position = next(item["index"] for item in chunk["shown"] if item["id"] == top["id"])
     assert [item["index"] for item in chunk["shown"]] == list(range(max(0, position - 1), min(whole.json["chunks"], position + 2)))
     assert next(item["text"] for item in chunk["shown"] if item["id"] == top["id"]) == top["chunk"]
-    alone = run_script("get.py", "--data-dir", example_data, top["id"], "--context", "0").json
+    alone = call_script("get.py", "--data-dir", example_data, top["id"], "--context", "0").json
     assert [item["id"] for item in alone["shown"]] == [top["id"]]
 
 
@@ -208,11 +210,11 @@ def test_get_gives_the_indexed_text_when_the_file_changed_and_redacts_secrets(tm
     note = notes / "deploy.md"
     note.write_text(f"# Deploy\n\nThe CI token is {token}.\n\n## Rollback\n\nRevert the tag and redeploy.\n")
     data = tmp_path / "data"
-    assert run_script("index_personal.py", "--data-dir", data, notes).code == 0
-    fresh = run_script("get.py", "--data-dir", data, "deploy.md").json
+    assert call_script("index_personal.py", "--data-dir", data, notes).code == 0
+    fresh = call_script("get.py", "--data-dir", data, "deploy.md").json
     assert fresh["from"] == "file" and token not in fresh["text"] and "[REDACTED:github-pat]" in fresh["text"]
     note.write_text("# Deploy\n\nRewritten since the index run.\n")
-    stale = run_script("get.py", "--data-dir", data, "deploy.md").json
+    stale = call_script("get.py", "--data-dir", data, "deploy.md").json
     assert stale["from"] == "index" and "Rewritten" not in stale["text"]
     assert "## Deploy > Rollback" in stale["text"] and "Revert the tag" in stale["text"]
 
@@ -225,8 +227,8 @@ def test_get_reads_a_web_page_from_its_saved_markdown_redacted_as_indexed(tmp_pa
         site.pages["/docs/deploy/"] = Page(html_page("Deploy", deploy.format(token)))
         add_source("--id", "argocd", "--name", "Argo CD", "--type", "web", "--base-url", site.url, "--pages", "sync-options/", "deploy/")
         assert index_docs(data, "--source", "argocd").code == 0
-        page = run_script("get.py", "--data-dir", data, site.url + "sync-options/")
-        secret = run_script("get.py", "--data-dir", data, site.url + "deploy/").json
+        page = call_script("get.py", "--data-dir", data, site.url + "sync-options/")
+        secret = call_script("get.py", "--data-dir", data, site.url + "deploy/").json
         site.pages["/docs/deploy/"] = Page(html_page("Deploy", deploy.format("a token from the vault")))
         assert index_docs(data, "--source", "argocd").code == 0
     assert page.code == 0, page
@@ -235,7 +237,7 @@ def test_get_reads_a_web_page_from_its_saved_markdown_redacted_as_indexed(tmp_pa
     assert secret["from"] == "saved page" and "[REDACTED:aws-access-token]" in secret["text"] and token not in secret["text"]
     saved = list((data / "sources" / "argocd" / "pages").glob("*.md"))
     assert len(saved) == 2 and not any(token in path.read_text() for path in saved)  # one version of each page is kept
-    changed = run_script("get.py", "--data-dir", data, site.url + "deploy/").json
+    changed = call_script("get.py", "--data-dir", data, site.url + "deploy/").json
     assert changed["from"] == "saved page" and "a token from the vault" in changed["text"]
 
 
@@ -257,33 +259,33 @@ def test_web_results_link_to_their_section_where_the_page_has_an_anchor(tmp_path
         site.pages["/docs/backups/"] = Page(html_page("Backups", SECTIONED))
         add_source("--id", "ops", "--name", "Ops", "--type", "web", "--base-url", site.url, "--pages", "backups/")
         assert index_docs(data, "--source", "ops").code == 0
-    top = run_script("search.py", "--data-dir", data, "--index", "docs", "--top-k", "1", question).json["results"][0]
+    top = call_script("search.py", "--data-dir", data, "--index", "docs", "--top-k", "1", question).json["results"][0]
     assert top["metadata"]["url"] == site.url + "backups/" + anchor, top
 
 
 def test_get_reads_one_section_or_at_most_n_characters_with_the_pages_outline(example_index):
     outline = ["k0s cluster maintenance", "k0s cluster maintenance > Draining a node before maintenance",
                "k0s cluster maintenance > Upgrading k0s"]
-    section = run_script("get.py", "--data-dir", example_index, "notes/k0s-cluster.md", "--section", "upgrading K0S")
+    section = call_script("get.py", "--data-dir", example_index, "notes/k0s-cluster.md", "--section", "upgrading K0S")
     assert section.code == 0, section
     assert section.json["section"] == outline[2] and section.json["outline"] == outline
     assert "k0sctl apply" in section.json["text"] and "kubectl drain" not in section.json["text"]
-    whole_page = run_script("get.py", "--data-dir", example_index, "notes/k0s-cluster.md", "--section", "k0s cluster maintenance")
+    whole_page = call_script("get.py", "--data-dir", example_index, "notes/k0s-cluster.md", "--section", "k0s cluster maintenance")
     assert "kubectl drain" in whole_page.json["text"] and "k0sctl apply" in whole_page.json["text"], "a heading takes its subsections"
 
-    whole = run_script("get.py", "--data-dir", example_index, "notes/k0s-cluster.md").json
+    whole = call_script("get.py", "--data-dir", example_index, "notes/k0s-cluster.md").json
     assert "outline" not in whole and "truncated" not in whole
-    cut_run = run_script("get.py", "--data-dir", example_index, "notes/k0s-cluster.md", "--max-chars", "800")
+    cut_run = call_script("get.py", "--data-dir", example_index, "notes/k0s-cluster.md", "--max-chars", "800")
     cut = cut_run.json
     assert len(cut_run.stdout.strip()) <= 800 and cut["truncated"] is True and cut["total_chars"] == len(whole["text"])
     assert cut["text"] and whole["text"].startswith(cut["text"]) and cut["text_end"] == len(cut["text"])
     omitted = cut.get("outline_omitted", {"before": 0, "after": 0})
     assert cut["outline"] == outline[:len(cut["outline"])] and omitted == {"before": 0, "after": 3 - len(cut["outline"])}
 
-    missing = run_script("get.py", "--data-dir", example_index, "notes/k0s-cluster.md", "--section", "Backups")
+    missing = call_script("get.py", "--data-dir", example_index, "notes/k0s-cluster.md", "--section", "Backups")
     assert missing.code == 2 and "Upgrading k0s" in missing.json["error"]["message"]
-    chunk_id = run_script("search.py", "--data-dir", example_index, "--top-k", "1", "k0sctl apply").json["results"][0]["id"]
-    with_id = run_script("get.py", "--data-dir", example_index, chunk_id, "--section", "Upgrading k0s")
+    chunk_id = call_script("search.py", "--data-dir", example_index, "--top-k", "1", "k0sctl apply").json["results"][0]["id"]
+    with_id = call_script("get.py", "--data-dir", example_index, chunk_id, "--section", "Upgrading k0s")
     assert with_id.code == 2 and "--section" in with_id.json["error"]["message"]
 
 
@@ -296,8 +298,8 @@ def chunk_id_where(data, found) -> str:
 
 def test_get_max_chars_bounds_the_whole_answer_keeping_the_headings_around_the_text_shown(long_pages_index):
     """--max-chars 3000 once cut the text but not the outline of every heading (17,296 characters on 400 headings)."""
-    whole = run_script("get.py", "--data-dir", long_pages_index, "notes/manual.md").json
-    start = run_script("get.py", "--data-dir", long_pages_index, "notes/manual.md", "--max-chars", "3000")
+    whole = call_script("get.py", "--data-dir", long_pages_index, "notes/manual.md").json
+    start = call_script("get.py", "--data-dir", long_pages_index, "notes/manual.md", "--max-chars", "3000")
     assert start.code == 0, start
     cut = start.json
     assert len(start.stdout.strip()) <= 3600 and len(cut["text"]) >= 1500, start
@@ -308,7 +310,7 @@ def test_get_max_chars_bounds_the_whole_answer_keeping_the_headings_around_the_t
     shown = re.findall(r"^## (Option \d+)$", cut["text"], re.MULTILINE)
     assert shown and {f"Controller options > {heading}" for heading in shown} <= set(kept)
 
-    section = run_script("get.py", "--data-dir", long_pages_index, "notes/manual.md", "--section", "Option 200", "--max-chars", "3000")
+    section = call_script("get.py", "--data-dir", long_pages_index, "notes/manual.md", "--section", "Option 200", "--max-chars", "3000")
     assert section.code == 0, section
     answer = section.json
     assert len(section.stdout.strip()) <= 3600 and "option-200" in answer["text"] and answer["section"] == MANUAL_OUTLINE[200]
@@ -318,7 +320,7 @@ def test_get_max_chars_bounds_the_whole_answer_keeping_the_headings_around_the_t
     assert answer["outline_omitted"] == {"before": first, "after": 400 - first - len(answer["outline"])}
 
     chunk_id = chunk_id_where(long_pages_index, lambda chunk: chunk["metadata"].get("heading") == MANUAL_OUTLINE[300])
-    around = run_script("get.py", "--data-dir", long_pages_index, chunk_id, "--max-chars", "3000")
+    around = call_script("get.py", "--data-dir", long_pages_index, chunk_id, "--max-chars", "3000")
     assert around.code == 0, around
     answer = around.json
     assert len(around.stdout.strip()) <= 3600 and "option-300 sets" in answer["text"] and answer["id"] == chunk_id
@@ -328,9 +330,9 @@ def test_get_max_chars_bounds_the_whole_answer_keeping_the_headings_around_the_t
 
 def test_get_of_a_chunk_id_with_max_chars_reads_the_page_around_that_chunk(long_pages_index):
     """A page without headings was once cut at its start whatever passage matched; its chunk id was refused."""
-    whole = run_script("get.py", "--data-dir", long_pages_index, "notes/transcript.txt").json
+    whole = call_script("get.py", "--data-dir", long_pages_index, "notes/transcript.txt").json
     chunk_id = chunk_id_where(long_pages_index, lambda chunk: DEEP_PASSAGE in chunk["text"])
-    result = run_script("get.py", "--data-dir", long_pages_index, chunk_id, "--max-chars", "3000")
+    result = call_script("get.py", "--data-dir", long_pages_index, chunk_id, "--max-chars", "3000")
     assert result.code == 0, result
     answer = result.json
     assert DEEP_PASSAGE in answer["text"] and len(result.stdout.strip()) <= 3600 and len(answer["text"]) >= 1500, result
@@ -338,14 +340,14 @@ def test_get_of_a_chunk_id_with_max_chars_reads_the_page_around_that_chunk(long_
     assert 0 < answer["text_start"] < whole["text"].index(DEEP_PASSAGE) < answer["text_end"]
     assert answer["text"] == whole["text"][answer["text_start"]:answer["text_end"]]
 
-    chunk = run_script("get.py", "--data-dir", long_pages_index, chunk_id, "--context", "0").json
+    chunk = call_script("get.py", "--data-dir", long_pages_index, chunk_id, "--context", "0").json
     assert [item["id"] for item in chunk["shown"]] == [chunk_id], "without --max-chars an id reads the chunk"
-    both = run_script("get.py", "--data-dir", long_pages_index, chunk_id, "--context", "2", "--max-chars", "3000")
+    both = call_script("get.py", "--data-dir", long_pages_index, chunk_id, "--context", "2", "--max-chars", "3000")
     assert both.code == 2 and "--context" in both.json["error"]["message"], both
 
 
 def test_get_of_something_not_indexed_is_a_usage_error(example_index):
-    result = run_script("get.py", "--data-dir", example_index, "notes/nowhere.md")
+    result = call_script("get.py", "--data-dir", example_index, "notes/nowhere.md")
     assert result.code == 2 and "neither an indexed file nor a chunk id" in result.json["error"]["message"]
 
 
@@ -356,11 +358,11 @@ def test_status_reports_what_is_indexed_how_fresh_and_what_changed(tmp_path, sta
     data = tmp_path / "data"
     turns = "\n\n".join(f"## Turn {n}\n\nSpeaker {n % 3} talks about item {n} of the weekly call." for n in range(80))
     (state_dir / "notes" / "call-transcript.md").write_text(f"# Weekly call\n\n{turns}\n")
-    assert run_script("index_personal.py", "--data-dir", data, state_dir).code == 0
+    assert call_script("index_personal.py", "--data-dir", data, state_dir).code == 0
     (state_dir / "notes" / "argocd-setup.md").write_text("# ArgoCD\n\nChanged after the index run.\n")
     (state_dir / "notes" / "new-note.md").write_text("# New\n\nNot indexed yet.\n")
     os.remove(state_dir / "preferences.json")
-    result = run_script("status.py", "--data-dir", data)
+    result = call_script("status.py", "--data-dir", data)
     assert result.code == 0, result
     report = result.json
     personal = report["collections"]["personal"]
@@ -374,7 +376,7 @@ def test_status_reports_what_is_indexed_how_fresh_and_what_changed(tmp_path, sta
     changes = root["changed_since_index"]
     assert (changes["not_indexed"], changes["changed"], changes["gone"]) == (1, 1, 1)
     assert report["timer"]["installed"] is False
-    text = run_script("status.py", "--data-dir", data, "--format", "text")
+    text = call_script("status.py", "--data-dir", data, "--format", "text")
     assert text.code == 0 and "personal: " in text.stdout and "1 changed" in text.stdout
 
 
@@ -383,19 +385,19 @@ def test_status_says_why_files_were_left_out_the_first_50_and_how_many(tmp_path,
     (state_dir / "notes" / "scan.md").write_bytes(b"%PDF-1.7\x00\x01 a scan saved with the wrong name")
     for number in range(51):
         (state_dir / "notes" / f"todo-{number:02}.md").write_bytes(b"\x00")
-    assert run_script("index_personal.py", "--data-dir", data, state_dir).code == 0
-    root = run_script("status.py", "--data-dir", data).json["personal_roots"][0]
+    assert call_script("index_personal.py", "--data-dir", data, state_dir).code == 0
+    root = call_script("status.py", "--data-dir", data).json["personal_roots"][0]
     assert root["skipped_count"] == 52 and len(root["skipped"]) == 50
     assert root["skipped"][0] == {"file": "notes/scan.md", "reason": "binary file (contains NUL bytes)"}
     assert root["skipped"][1] == {"file": "notes/todo-00.md", "reason": "binary file (contains NUL bytes)"}
     # A file skipped as it is now is no change since the index; only the first 50 are remembered (the last two are not).
     assert root["changed_since_index"]["not_indexed"] == 2
-    text = run_script("status.py", "--data-dir", data, "--format", "text").stdout
+    text = call_script("status.py", "--data-dir", data, "--format", "text").stdout
     assert "52 skipped (e.g. notes/scan.md: binary file (contains NUL bytes))" in text
 
 
 def test_status_before_anything_is_indexed_is_success(tmp_path):
-    result = run_script("status.py", "--data-dir", tmp_path / "nothing")
+    result = call_script("status.py", "--data-dir", tmp_path / "nothing")
     assert result.code == 0, result
     assert not result.json["collections"]["personal"]["built"] and result.json["doc_sources"] == []
 
@@ -411,7 +413,7 @@ def test_status_reports_a_broken_registry_beside_everything_else_it_can_read(exa
     add_source("--id", "runbooks", "--name", "Runbooks", "--type", "local", "--path", runbooks)
     assert index_docs(example_data, "--all").code == 0
     (isolated_home / "sources.json").write_text(registry)
-    result = run_script("status.py", "--data-dir", example_data)
+    result = call_script("status.py", "--data-dir", example_data)
     assert result.code == 0, result
     report = result.json
     assert report["collections"]["personal"]["built"] and report["personal_roots"][0]["documents"] >= 7
@@ -419,16 +421,16 @@ def test_status_reports_a_broken_registry_beside_everything_else_it_can_read(exa
     assert sources["registry"] == str(isolated_home / "sources.json") and message in sources["error"], sources
     assert sources["hint"] and "git" not in sources["hint"], "the registry is the user's: git ignores it"
     assert sources["indexed"] == [{"id": "runbooks", "documents": 1, "chunks": 1}]
-    text = run_script("status.py", "--data-dir", example_data, "--format", "text")
+    text = call_script("status.py", "--data-dir", example_data, "--format", "text")
     assert text.code == 0 and message in text.stdout, text
 
 
 def test_status_records_a_failed_root_run(tmp_path, state_dir):
     data = tmp_path / "data"
-    assert run_script("index_personal.py", "--data-dir", data, state_dir).code == 0
+    assert call_script("index_personal.py", "--data-dir", data, state_dir).code == 0
     for path in sorted(state_dir.rglob("*"), reverse=True):
         if path.is_file():
             path.unlink()
-    assert run_script("index_personal.py", "--data-dir", data, state_dir).code == 9
-    root = run_script("status.py", "--data-dir", data).json["personal_roots"][0]
+    assert call_script("index_personal.py", "--data-dir", data, state_dir).code == 9
+    root = call_script("status.py", "--data-dir", data).json["personal_roots"][0]
     assert "--allow-shrink" in root["last_error"] and root["last_indexed"], "the earlier success is kept"

@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-from conftest import add_source, files_in_store, index_docs, marked_data_dir, run_script, store_contents
+from conftest import add_source, call_script, files_in_store, index_docs, marked_data_dir, run_script, store_contents
 from gitrepo import GitRepo
 from webserver import DocsSite, Page, html_page
 
@@ -80,7 +80,7 @@ def test_git_source_end_to_end_and_incremental_by_blob(k0s_repo, tmp_path):
     registry = json.loads((tmp_path / "home" / "sources.json").read_text())
     assert registry["sources"][0]["last_commit"] == first_commit and "last_indexed" in registry["sources"][0]
 
-    found = run_script("search.py", "--data-dir", data, "--index", "docs", "--top-k", "1", "--verbose",
+    found = call_script("search.py", "--data-dir", data, "--index", "docs", "--top-k", "1", "--verbose",
                        "how do I upgrade k0s without breaking it?")
     assert found.code == 0, found
     top = found.json["results"][0]
@@ -169,7 +169,7 @@ def test_git_files_are_dated_by_their_last_commit_on_the_first_index_and_later(t
         return {chunk["metadata"]["file"]: chunk["metadata"]["date"] for chunk in store_contents(data, "docs").values()}
 
     assert dates() == {"dated/docs/install.md": "2021-01-05T10:00:00Z", "dated/docs/tuning.md": "2022-06-01T10:00:00Z"}
-    since = run_script("search.py", "--data-dir", data, "--index", "docs", "--since", "2022-01-01", "heartbeat and binary")
+    since = call_script("search.py", "--data-dir", data, "--index", "docs", "--since", "2022-01-01", "heartbeat and binary")
     assert {hit["file"] for hit in since.json["results"]} == {"dated/docs/tuning.md"}
 
     origin.write({"docs/install.md": "# Install\n\nDownload the binary and check its signature."})
@@ -243,7 +243,7 @@ def test_web_source_end_to_end_with_conditional_refresh(tmp_path, isolated_home)
         registry = json.loads((isolated_home / "sources.json").read_text())["sources"][0]
         assert "last_indexed" not in registry, "an incomplete source does not move last_indexed"
 
-        found = run_script("search.py", "--data-dir", data, "--index", "docs", "--top-k", "1",
+        found = call_script("search.py", "--data-dir", data, "--index", "docs", "--top-k", "1",
                            "make Argo CD undo changes someone made directly in the cluster")
         top = found.json["results"][0]
         assert top["metadata"]["url"] == site.url + "sync-options/"
@@ -299,7 +299,7 @@ def test_local_source_list_and_remove(tmp_path, isolated_home):
     listed = add_source("--list")
     assert listed["sources"][0]["indexed"] == {"documents": 1, "chunks": 1, "commit": None}
 
-    found = run_script("search.py", "--index", "docs", "--top-k", "1", "how to promote a postgres standby").json
+    found = call_script("search.py", "--index", "docs", "--top-k", "1", "how to promote a postgres standby").json
     assert found["results"][0]["metadata"]["path"] == str(runbooks / "db" / "failover.md")
 
     removed = add_source("--remove", "runbooks")
@@ -337,11 +337,11 @@ def test_add_doc_source_rejects_bad_input(isolated_home, args, code, message):
     """A bad flag is the command line's fault (exit 2), never the registry's, even when the registry has other sources."""
     add_source("--id", "one", "--name", "One", "--type", "local", "--path", isolated_home)
     add_source("--id", "two", "--name", "Two", "--type", "local", "--path", isolated_home)
-    result = run_script("add_doc_source.py", *args)
+    result = call_script("add_doc_source.py", *args)
     assert result.code == code, result
     assert message in result.stderr and result.json["error"]["hint"], result
     assert "sources.json" not in result.json["error"]["message"] or code == 6
-    assert [source["id"] for source in run_script("add_doc_source.py", "--list").json["sources"]] == ["one", "two"]
+    assert [source["id"] for source in call_script("add_doc_source.py", "--list").json["sources"]] == ["one", "two"]
 
 
 def test_index_docs_errors(tmp_path):
@@ -373,6 +373,7 @@ def test_an_unreachable_site_is_reported_once_with_its_page_count(tmp_path, isol
     assert len(statuses["gone"]["error"]) < 160
 
 
+@pytest.mark.processes
 def test_a_hostile_site_cannot_hang_a_run(tmp_path, isolated_home):
     """Pages that trickle headers, a chunk-size line or the body: the run ends in bounded time, the others indexed."""
     data = tmp_path / "data"
@@ -393,6 +394,7 @@ def test_a_hostile_site_cannot_hang_a_run(tmp_path, isolated_home):
     assert files_in_store(data, "docs") == {"runbooks/failover.md": 1}
 
 
+@pytest.mark.processes
 def test_concurrent_adds_with_different_ids_both_land(tmp_path, isolated_home):
     import subprocess
     import sys
@@ -417,13 +419,13 @@ def test_a_failed_first_index_undoes_the_change_unless_kept(tmp_path, isolated_h
 
     data = tmp_path / "data"
     dead = f"http://127.0.0.1:{free_port()}/docs/"
-    result = run_script("add_doc_source.py", "--data-dir", data, "--id", "dead", "--name", "Dead", "--type", "web", "--base-url", dead,
+    result = call_script("add_doc_source.py", "--data-dir", data, "--id", "dead", "--name", "Dead", "--type", "web", "--base-url", dead,
                         "--pages", "a/", "--index")
     assert result.code == 9, result
     assert result.json["action"] == "not added"
     assert add_source("--list")["sources"] == []
 
-    kept = run_script("add_doc_source.py", "--data-dir", data, "--id", "dead", "--name", "Dead", "--type", "web", "--base-url", dead,
+    kept = call_script("add_doc_source.py", "--data-dir", data, "--id", "dead", "--name", "Dead", "--type", "web", "--base-url", dead,
                       "--pages", "a/", "--index", "--keep-on-failure")
     assert kept.code == 9 and kept.json["action"] == "added", kept
     listed = add_source("--list")["sources"][0]
@@ -433,7 +435,8 @@ def test_a_failed_first_index_undoes_the_change_unless_kept(tmp_path, isolated_h
     runbooks.mkdir()
     (runbooks / "a.md").write_text("# A\n\nAlpha.")
     add_source("--id", "runbooks", "--name", "Runbooks", "--type", "local", "--path", runbooks, "--index")
-    changed = run_script("add_doc_source.py", "--data-dir", data, "--update", "--id", "runbooks", "--path", tmp_path / "missing", "--index")
+    changed = call_script("add_doc_source.py", "--data-dir", data, "--update", "--id", "runbooks", "--path", tmp_path / "missing",
+                          "--index")
     assert changed.code == 9 and changed.json["action"] == "restored", changed
     restored = next(source for source in add_source("--list")["sources"] if source["id"] == "runbooks")
     assert restored["path"] == str(runbooks)
@@ -448,7 +451,7 @@ def test_text_that_talks_to_the_ai_is_flagged_and_still_found(tmp_path):
         site.pages["/docs/upgrade/"] = Page(html_page("Upgrading", article))
         add_source("--id", "site", "--name", "Site", "--type", "web", "--base-url", site.url, "--pages", "upgrade/")
         assert index_docs(data, "--all").code == 0
-    found = run_script("search.py", "--data-dir", data, "--index", "docs", "--top-k", "5", "send SSH keys").json["results"]
+    found = call_script("search.py", "--data-dir", data, "--index", "docs", "--top-k", "5", "send SSH keys").json["results"]
     flagged = [hit for hit in found if "ignore all previous instructions" in hit["chunk"]]
     assert flagged and all(hit["metadata"]["suspect"] == "instructions" for hit in flagged)
     plain = [hit for hit in found if "drain it first" in hit["chunk"] and "ignore all" not in hit["chunk"]]

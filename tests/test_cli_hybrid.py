@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from conftest import run_script, store_contents
+from conftest import call_script, store_contents
 
 NOTES = {
     "deploy.md": """# Deployment pipeline
@@ -54,13 +54,13 @@ def notes_index(tmp_path_factory):
     root.mkdir()
     for name, text in NOTES.items():
         (root / name).write_text(text)
-    result = run_script("index_personal.py", "--data-dir", base / "data", root, cwd=base, env={"HOME": str(base)})
+    result = call_script("index_personal.py", "--data-dir", base / "data", root, cwd=base, env={"HOME": str(base)})
     assert result.code == 0, result
     return base / "data"
 
 
 def top_files(data, query, *args):
-    result = run_script("search.py", "--data-dir", data, "--top-k", "3", *args, "--", query)
+    result = call_script("search.py", "--data-dir", data, "--top-k", "3", *args, "--", query)
     assert result.code == 0, result
     return [item["file"] for item in result.json["results"]]
 
@@ -78,7 +78,7 @@ def test_a_paraphrase_is_found_by_vectors_and_by_hybrid(notes_index):
 
 
 def test_explain_shows_each_stage(notes_index):
-    result = run_script("search.py", "--data-dir", notes_index, "--explain", "--top-k", "2", "--", IDENTIFIER).json
+    result = call_script("search.py", "--data-dir", notes_index, "--explain", "--top-k", "2", "--", IDENTIFIER).json
     deploy = next(item for item in result["results"] if item["file"] == "deploy.md")
     assert {"dense_rank", "cosine", "lexical_rank", "bm25", "rrf"} <= set(deploy["explain"])
     assert deploy["explain"]["lexical_rank"] == 1
@@ -88,7 +88,7 @@ def test_explain_shows_each_stage(notes_index):
 def test_a_hit_found_by_keywords_alone_scores_its_cosine_and_min_score_drops_the_weak(notes_index):
     """Keyword hits are ranked without their vectors, which are read only for the hits shown (or for --min-score)."""
     def scores(*args):
-        result = run_script("search.py", "--data-dir", notes_index, "--top-k", "6", "--per-file", "0", "--verbose", *args,
+        result = call_script("search.py", "--data-dir", notes_index, "--top-k", "6", "--per-file", "0", "--verbose", *args,
                             "--", "records TLS registry")
         assert result.code == 0, result
         return {item["id"]: item["score"] for item in result.json["results"]}
@@ -103,9 +103,9 @@ def test_a_hit_found_by_keywords_alone_scores_its_cosine_and_min_score_drops_the
 
 
 def test_metadata_only_and_token_budget(notes_index):
-    result = run_script("search.py", "--data-dir", notes_index, "--metadata-only", "TLS verification").json
+    result = call_script("search.py", "--data-dir", notes_index, "--metadata-only", "TLS verification").json
     assert result["results"] and all(item["chunk"] is None and item["metadata"]["heading"] for item in result["results"])
-    budget = run_script("search.py", "--data-dir", notes_index, "--top-k", "6", "--max-tokens", "80", "TLS verification").json
+    budget = call_script("search.py", "--data-dir", notes_index, "--top-k", "6", "--max-tokens", "80", "TLS verification").json
     assert budget["truncated"] is True
     assert sum(len(item["chunk"]) for item in budget["results"]) <= 80 * 4
 
@@ -130,7 +130,7 @@ def test_keyword_and_vector_indexes_agree_after_add_change_and_delete(state_dir,
     data = tmp_path / "data"
 
     def index_and_compare():
-        assert run_script("index_personal.py", "--data-dir", data, state_dir).code == 0
+        assert call_script("index_personal.py", "--data-dir", data, state_dir).code == 0
         ids = index_ids(data, tmp_path / "vectors")
         assert ids["vectors"] == ids["catalog"] == ids["keywords"] and ids["vectors"]
         return ids["vectors"]
@@ -143,13 +143,13 @@ def test_keyword_and_vector_indexes_agree_after_add_change_and_delete(state_dir,
     assert len(changed) == len(first) + 1
     (state_dir / "preferences.json").unlink()
     assert len(index_and_compare()) < len(changed)
-    result = run_script("search.py", "--data-dir", data, "--mode", "lexical", "port 5000").json
+    result = call_script("search.py", "--data-dir", data, "--mode", "lexical", "port 5000").json
     assert result["results"][0]["file"] == "notes/new.md"
 
 
 def test_filters_by_source_and_date(example_index):
     def files(*args):
-        result = run_script("search.py", "--data-dir", example_index, "--top-k", "20", "--per-file", "0", "--verbose", *args,
+        result = call_script("search.py", "--data-dir", example_index, "--top-k", "20", "--per-file", "0", "--verbose", *args,
                             "ArgoCD cluster")
         assert result.code == 0, result
         return {item["file"] for item in result.json["results"]}, result.json["results"]
@@ -163,7 +163,7 @@ def test_filters_by_source_and_date(example_index):
 
 def test_per_file_cap(example_index):
     def count(*args):
-        results = run_script("search.py", "--data-dir", example_index, "--top-k", "20", *args, "ArgoCD sync").json["results"]
+        results = call_script("search.py", "--data-dir", example_index, "--top-k", "20", *args, "ArgoCD sync").json["results"]
         return sum(item["file"] == "notes/argocd-setup.md" for item in results)
 
     assert count() == 2
@@ -177,10 +177,10 @@ def test_recency_breaks_ties_in_favour_of_newer_notes(tmp_path):
     body = "# Standup\n\nWe agreed to move the cluster upgrade to Thursday.\n"
     (root / "old.md").write_text("---\ndate: 2020-01-01\n---\n" + body)
     (root / "new.md").write_text("---\ndate: 2026-11-01\n---\n" + body)
-    assert run_script("index_personal.py", "--data-dir", tmp_path / "data", root).code == 0
+    assert call_script("index_personal.py", "--data-dir", tmp_path / "data", root).code == 0
 
     def order(*args):
-        results = run_script("search.py", "--data-dir", tmp_path / "data", "--explain", *args, "cluster upgrade day").json["results"]
+        results = call_script("search.py", "--data-dir", tmp_path / "data", "--explain", *args, "cluster upgrade day").json["results"]
         return [item["file"] for item in results], results
 
     files, results = order("--recency-half-life", "30")
@@ -189,8 +189,8 @@ def test_recency_breaks_ties_in_favour_of_newer_notes(tmp_path):
 
 
 def test_rerank_without_a_model_says_so_and_keeps_the_order(example_index):
-    plain = run_script("search.py", "--data-dir", example_index, "Longhorn volumes")
-    reranked = run_script("search.py", "--data-dir", example_index, "--rerank", "Longhorn volumes")
+    plain = call_script("search.py", "--data-dir", example_index, "Longhorn volumes")
+    reranked = call_script("search.py", "--data-dir", example_index, "--rerank", "Longhorn volumes")
     assert reranked.code == 0
     assert "--rerank ignored: no cross-encoder is configured" in reranked.stderr
     assert [r["file"] for r in reranked.json["results"]] == [r["file"] for r in plain.json["results"]]
@@ -206,11 +206,12 @@ model.save(sys.argv[1])
 """
 
 
+@pytest.mark.processes
 def test_rerank_with_a_local_cross_encoder_reorders_by_its_scores(example_index, tmp_path):
     """A real cross-encoder stage; its head is untrained here, so only the mechanics are checked."""
     folder = tmp_path / "cross-encoder"
     subprocess.run([sys.executable, "-c", _MAKE_CROSS_ENCODER, str(folder)], check=True, capture_output=True)
-    result = run_script("search.py", "--data-dir", example_index, "--rerank", "--explain", "--top-k", "4", "Longhorn volumes",
+    result = call_script("search.py", "--data-dir", example_index, "--rerank", "--explain", "--top-k", "4", "Longhorn volumes",
                         env={"RAG_SEARCH_RERANK_MODEL": str(folder)})
     assert result.code == 0, result
     scores = [item["explain"]["rerank"] for item in result.json["results"]]
@@ -224,8 +225,8 @@ def test_a_page_of_loosely_related_sections_does_not_outrank_the_note_that_answe
     a page's best now counts only if its cosine is at least half the query's best."""
     (state_dir / "notes" / "other.md").write_text("# Other\n\nThe Grafana dashboards live in the monitoring folder.\n")
     data = tmp_path / "data"
-    assert run_script("index_personal.py", "--data-dir", data, state_dir).code == 0
-    result = run_script("search.py", "--data-dir", data, "--index", "personal", "--no-refresh", "--explain",
+    assert call_script("index_personal.py", "--data-dir", data, state_dir).code == 0
+    result = call_script("search.py", "--data-dir", data, "--index", "personal", "--no-refresh", "--explain",
                         "where do the Grafana dashboards live?")
     assert result.code == 0, result
     assert result.json["results"][0]["file"] == "notes/other.md", [(hit["file"], hit["explain"]) for hit in result.json["results"]]
@@ -254,7 +255,7 @@ def test_the_one_note_holding_a_ticket_id_of_the_question_comes_first(tmp_path):
     for n, topic in enumerate(TOPICS):  # other tickets, so that the question's common words weigh little
         (root / f"topic-{n}.md").write_text(f"# {topic.title()}\n\nTicket LED-{400 + n} covered {topic}; defaults kept.\n\n"
                                             f"## Details\n\nReviewed by the platform team, see LED-{300 + n}.\n")
-    assert run_script("index_personal.py", "--data-dir", tmp_path / "data", root).code == 0
+    assert call_script("index_personal.py", "--data-dir", tmp_path / "data", root).code == 0
     for query in ("LED-517 export fix", "how did we fix the export timeout in LED-517"):
         assert top_files(tmp_path / "data", query)[0] == "tickets/led-517.md", query
         assert top_files(tmp_path / "data", query, "--mode", "dense")[0] == "tickets/led-482.md", "meaning alone prefers it"

@@ -4,7 +4,7 @@ import json
 import os
 import re
 
-from conftest import files_in_store, run_script, store_contents
+from conftest import call_script, files_in_store, store_contents
 
 EXAMPLE_FILES = {
     "notes/argocd-setup.md", "notes/k0s-cluster.md", "notes/prometheus-alerting.md", "memory/decisions.json",
@@ -13,7 +13,7 @@ EXAMPLE_FILES = {
 
 
 def index(data, *roots, env=None):
-    return run_script("index_personal.py", "--data-dir", data, *roots, env=env)
+    return call_script("index_personal.py", "--data-dir", data, *roots, env=env)
 
 
 def test_indexes_the_examples_and_prints_one_json_summary(state_dir, tmp_path):
@@ -143,13 +143,13 @@ def test_files_emptied_by_hand_lose_their_chunks_and_an_unchanged_empty_file_is_
     assert first.json["skipped"] == [] and first.json["empty"] == 4 and first.json["chunks_removed"] > 0, first.json
     assert (first.json["added"], first.json["updated"], first.json["deleted"]) == (0, 0, 0)
     assert not set(emptied) & set(files_in_store(data))
-    found = run_script("search.py", "--data-dir", data, "--index", "personal", "--mode", "lexical", "Longhorn persistent volumes")
+    found = call_script("search.py", "--data-dir", data, "--index", "personal", "--mode", "lexical", "Longhorn persistent volumes")
     assert "memory/decisions.json" not in [item["file"] for item in found.json["results"]], found.json
     second = index(data, state_dir)
     assert second.json["skipped"] == [] and second.json["empty"] == 0, second.json
     assert second.json["unchanged"] == len(EXAMPLE_FILES) + 1 and not second.json["published"]
     assert not [name for name in [*emptied, "newsletter.md"] if name in second.stderr], second.stderr
-    document = run_script("get.py", "--data-dir", data, "memory/decisions.json")
+    document = call_script("get.py", "--data-dir", data, "memory/decisions.json")
     assert document.code == 0 and (document.json["chunks"], document.json["text"]) == (0, ""), document
 
 
@@ -170,7 +170,7 @@ def test_unwritable_data_dir_is_a_clear_error(state_dir, tmp_path):
 
 
 def test_roots_from_the_environment_and_the_default_root(state_dir, isolated_home):
-    result = run_script("index_personal.py", "--data-dir", isolated_home / "d1", env={"RAG_SEARCH_PERSONAL_DIRS": str(state_dir)})
+    result = call_script("index_personal.py", "--data-dir", isolated_home / "d1", env={"RAG_SEARCH_PERSONAL_DIRS": str(state_dir)})
     assert result.code == 0, result
     assert "using roots from RAG_SEARCH_PERSONAL_DIRS" in result.stderr
     assert result.json["roots"] == [str(state_dir)]
@@ -178,7 +178,7 @@ def test_roots_from_the_environment_and_the_default_root(state_dir, isolated_hom
     default_root = isolated_home / ".claude" / "state"
     default_root.mkdir(parents=True)
     (default_root / "note.md").write_text("# Note\nthe default root is ~/.claude/state")
-    result = run_script("index_personal.py", "--quiet")
+    result = call_script("index_personal.py", "--quiet")
     assert result.code == 0, result
     assert result.json["roots"] == [str(default_root)] and result.json["roots_from"] == "default"
     assert result.stderr == ""
@@ -206,7 +206,7 @@ def test_roots_named_once_are_refreshed_by_a_plain_run(state_dir, tmp_path):
     (notes / "extra.md").write_text("# Extra\nanother root")
     assert index(data, state_dir, notes).code == 0
     (notes / "later.md").write_text("# Later\nwritten after the first run")
-    plain = run_script("index_personal.py", "--data-dir", data)
+    plain = call_script("index_personal.py", "--data-dir", data)
     assert plain.code == 0, plain
     assert plain.json["roots"] == [str(notes), str(state_dir)]
     assert plain.json["deleted"] == 0 and plain.json["added"] == 1
@@ -225,7 +225,7 @@ def test_a_missing_root_is_skipped_with_a_warning_and_keeps_its_chunks(state_dir
     data, disk = tmp_path / "data", tmp_path / "disk"
     index_then_unplug(data, state_dir, disk)
     (state_dir / "new.md").write_text("# New\nthe other root is still refreshed")
-    plain = run_script("index_personal.py", "--data-dir", data)
+    plain = call_script("index_personal.py", "--data-dir", data)
     assert plain.code == 0, plain
     assert plain.json["missing_roots"] == [str(disk)] and plain.json["roots"] == [str(state_dir)]
     assert f"personal root {disk} is missing" in plain.stderr and "--forget" in plain.stderr
@@ -238,13 +238,13 @@ def test_forget_removes_a_root_and_its_chunks(state_dir, tmp_path):
     notes.mkdir()
     (notes / "extra.md").write_text("# Extra\nanother root")
     assert index(data, state_dir, notes).code == 0
-    forgotten = run_script("index_personal.py", "--data-dir", data, "--forget", notes)
+    forgotten = call_script("index_personal.py", "--data-dir", data, "--forget", notes)
     assert forgotten.code == 0, forgotten
     assert forgotten.json["forgotten"] == [str(notes)] and forgotten.json["chunks_removed"] == 1
     assert forgotten.json["roots"] == [str(state_dir)]
     assert "extra.md" not in files_in_store(data)
-    assert run_script("index_personal.py", "--data-dir", data).json["roots"] == [str(state_dir)]
-    unknown = run_script("index_personal.py", "--data-dir", data, "--forget", tmp_path / "never-indexed")
+    assert call_script("index_personal.py", "--data-dir", data).json["roots"] == [str(state_dir)]
+    unknown = call_script("index_personal.py", "--data-dir", data, "--forget", tmp_path / "never-indexed")
     assert unknown.code == 6 and "is not a root of the personal index" in unknown.stderr
 
 
@@ -255,8 +255,8 @@ def test_a_forgotten_root_leaves_status_too(state_dir, tmp_path):
     notes.mkdir()
     (notes / "extra.md").write_text("# Extra\nanother root")
     assert index(data, state_dir, notes).code == 0
-    assert run_script("index_personal.py", "--data-dir", data, "--forget", notes).code == 0
-    status = run_script("status.py", "--data-dir", data)
+    assert call_script("index_personal.py", "--data-dir", data, "--forget", notes).code == 0
+    status = call_script("status.py", "--data-dir", data)
     assert status.code == 0, status
     assert [root["root"] for root in status.json["personal_roots"]] == [str(state_dir)]
 
@@ -265,7 +265,7 @@ def test_a_configured_root_that_never_existed_is_not_sent_to_forget(state_dir, t
     """Its warning used to say `--forget ROOT`, which then exited 6: the index never had it."""
     data = tmp_path / "data"
     missing = tmp_path / "never-there"
-    result = run_script("index_personal.py", "--data-dir", data, env={"RAG_SEARCH_PERSONAL_DIRS": f"{state_dir},{missing}"})
+    result = call_script("index_personal.py", "--data-dir", data, env={"RAG_SEARCH_PERSONAL_DIRS": f"{state_dir},{missing}"})
     assert result.code == 0, result
     warning = next(line for line in result.stderr.splitlines() if str(missing) in line)
     assert "--forget" not in warning and "RAG_SEARCH_PERSONAL_DIRS" in warning, warning
@@ -275,12 +275,12 @@ def test_a_full_rebuild_with_a_root_missing_is_not_published(state_dir, tmp_path
     """--full once said a missing root's chunks were kept, then dropped them."""
     data, disk = tmp_path / "data", tmp_path / "disk"
     index_then_unplug(data, state_dir, disk)
-    rebuilt = run_script("index_personal.py", "--data-dir", data, "--full")
+    rebuilt = call_script("index_personal.py", "--data-dir", data, "--full")
     assert rebuilt.code == 9, rebuilt
     assert str(disk) in rebuilt.stderr and "--allow-shrink" in rebuilt.stderr
     assert "its chunks are kept" not in rebuilt.stderr
     assert "on-disk.md" in files_in_store(data)
-    allowed = run_script("index_personal.py", "--data-dir", data, "--full", "--allow-shrink")
+    allowed = call_script("index_personal.py", "--data-dir", data, "--full", "--allow-shrink")
     assert allowed.code == 0, allowed
     assert "on-disk.md" not in files_in_store(data)
 
@@ -293,7 +293,7 @@ def test_same_named_files_of_two_roots_are_two_pages(state_dir, tmp_path):
         (root / "notes").mkdir(parents=True)
         (root / "notes" / "todo.md").write_text(f"# Todo\n\nThis week: {what} before they expire.\n")
     assert index(data, work, home).code == 0
-    found = run_script("search.py", "--data-dir", data, "--per-file", "1", "--top-k", "5", "rotate certificates before they expire")
+    found = call_script("search.py", "--data-dir", data, "--per-file", "1", "--top-k", "5", "rotate certificates before they expire")
     assert found.code == 0, found
     todo = [result for result in found.json["results"] if result["file"] == "notes/todo.md"]
     assert len(todo) == 2, found.json["results"]
@@ -316,7 +316,7 @@ def test_notes_in_latin_1_or_cp1252_or_with_a_colon_in_their_title_are_found_wit
                 ("connections", "postmortem.md", "2025-02-05", ["incident", "billing"], None,
                  "The billing-api ran out of database connections at noon.")]
     for word, file, date, tags, encoding, text in expected:
-        found = run_script("search.py", "--data-dir", data, "--index", "personal", "--verbose", word).json["results"][0]
+        found = call_script("search.py", "--data-dir", data, "--index", "personal", "--verbose", word).json["results"][0]
         assert (found["file"], found["chunk"]) == (file, text)
         metadata = found["metadata"]
         assert (metadata["date"], metadata["tags"], metadata.get("encoding")) == (date, tags, encoding)

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from conftest import run_script
+from conftest import call_script
 
 
 @pytest.fixture
@@ -14,11 +14,11 @@ def env(state_dir, tmp_path):
 
 
 def memory(env, *args):
-    return run_script("memory.py", *args, env=env)
+    return call_script("memory.py", *args, env=env)
 
 
 def test_add_writes_a_well_formed_entry_and_a_search_finds_it_at_once(state_dir, env):
-    assert run_script("index_personal.py", "--quiet", env=env).code == 0
+    assert call_script("index_personal.py", "--quiet", env=env).code == 0
     added = memory(env, "add", "--type", "lesson_learned", "--lesson", "buildx needs QEMU binfmt handlers for arm64 images",
                    "--context", "ci/docker.yml", "--tags", "Docker, arm64", "--confidence", "0.8", "--loop-id", "l-9")
     assert added.code == 0, added
@@ -26,7 +26,7 @@ def test_add_writes_a_well_formed_entry_and_a_search_finds_it_at_once(state_dir,
     assert entry["id"].startswith("mem_") and entry["createdAt"].endswith("Z") and entry["tags"] == ["docker", "arm64"]
     stored = json.loads((state_dir / "memory" / "memory.json").read_text())
     assert stored[-1] == entry and len(stored) == 3
-    found = run_script("search.py", "--index", "personal", "--type", "lesson_learned", "arm64 image builds", env=env)
+    found = call_script("search.py", "--index", "personal", "--type", "lesson_learned", "arm64 image builds", env=env)
     assert found.json["results"][0]["metadata"]["record_id"] == entry["id"]
     recalled = memory(env, "query", "how do I build arm64 images?", "--tag", "docker")
     assert [item["id"] for item in recalled.json["entries"]] == [entry["id"]]
@@ -47,7 +47,7 @@ def test_list_is_newest_first_and_filters(env):
 
 
 def test_list_also_reads_other_indexed_memory_files(state_dir, env, tmp_path):
-    assert run_script("index_personal.py", "--quiet", env=env).code == 0
+    assert call_script("index_personal.py", "--quiet", env=env).code == 0
     elsewhere = {**env, "RAG_SEARCH_MEMORY_FILE": str(tmp_path / "agent" / "memory.json")}
     assert memory(elsewhere, "add", "--type", "failure_pattern", "--lesson", "pin the runner image").code == 0
     entries = memory(elsewhere, "list").json["entries"]
@@ -139,7 +139,7 @@ def test_an_empty_filter_or_tag_is_a_usage_error_as_in_search_py(state_dir, env,
 
 
 def test_format_goes_before_or_after_the_subcommand(env):
-    assert run_script("index_personal.py", "--quiet", env=env).code == 0
+    assert call_script("index_personal.py", "--quiet", env=env).code == 0
     for command in (["list"], ["query", "auth mocks", "--top-k", "1"]):
         before = memory(env, "--format", "text", *command)
         after = memory(env, *command, "--format", "text")
@@ -175,7 +175,7 @@ def test_add_under_a_busy_index_writes_the_entry_once_and_says_it_is_not_indexed
     import fcntl
     import os
 
-    assert run_script("index_personal.py", "--quiet", env=env).code == 0
+    assert call_script("index_personal.py", "--quiet", env=env).code == 0
     call = ("add", "--type", "lesson_learned", "--lesson", "the zebracorn runner needs 8 GB", "--wait", "0.5")
     lock = os.open(tmp_path / "data" / "personal" / "write.lock", os.O_RDWR | os.O_CREAT)
     try:
@@ -188,12 +188,12 @@ def test_add_under_a_busy_index_writes_the_entry_once_and_says_it_is_not_indexed
     retry = memory(env, *call)
     assert retry.code == 0 and retry.json["created"] is False and retry.json["indexed"] is True, retry
     assert [entry["lesson"] for entry in stored_entries(state_dir)].count("the zebracorn runner needs 8 GB") == 1
-    found = run_script("search.py", "--index", "personal", "--mode", "lexical", "zebracorn", env=env).json["results"]
+    found = call_script("search.py", "--index", "personal", "--mode", "lexical", "zebracorn", env=env).json["results"]
     assert found[0]["metadata"]["record_id"] == busy.json["added"]["id"]
 
 
 def test_remove_by_id_needs_yes_keeps_a_backup_and_takes_the_entry_out_of_the_index(state_dir, env):
-    assert run_script("index_personal.py", "--quiet", env=env).code == 0
+    assert call_script("index_personal.py", "--quiet", env=env).code == 0
     path = state_dir / "memory" / "memory.json"
     before = path.read_text()
     dry = memory(env, "remove", "mem_a1b2")
@@ -205,7 +205,7 @@ def test_remove_by_id_needs_yes_keeps_a_backup_and_takes_the_entry_out_of_the_in
     assert [entry["id"] for entry in stored_entries(state_dir)] == ["mem_e5f6"]
     assert json.loads(open(done.json["backup"]).read()) == json.loads(before)
     assert done.json["files"] == [{"file": str(path), "entries": 1, "action": "rewrite", "backup": done.json["backup"]}]
-    found = run_script("search.py", "--index", "personal", "--mode", "lexical", "beforeEach auth mocks", env=env).json["results"]
+    found = call_script("search.py", "--index", "personal", "--mode", "lexical", "beforeEach auth mocks", env=env).json["results"]
     assert "mem_a1b2" not in [item["metadata"].get("record_id") for item in found]
 
 
@@ -225,7 +225,7 @@ def test_remove_and_update_refuse_unknown_ids_and_blank_input_changing_nothing(s
 
 
 def test_update_by_id_needs_yes_keeps_id_and_date_and_is_searchable_at_once(state_dir, env):
-    assert run_script("index_personal.py", "--quiet", env=env).code == 0
+    assert call_script("index_personal.py", "--quiet", env=env).code == 0
     path = state_dir / "memory" / "memory.json"
     before = path.read_text()
     change = ("update", "mem_a1b2", "--lesson", "Auth mocks belong in beforeEach; the quokka harness resets them", "--tags", "auth,Jest")
@@ -239,9 +239,9 @@ def test_update_by_id_needs_yes_keeps_id_and_date_and_is_searchable_at_once(stat
     assert (entry["id"], entry["createdAt"], entry["loopId"]) == ("mem_a1b2", "2026-04-01T10:42:00Z", "abc123")
     assert entry["lesson"].startswith("Auth mocks belong") and entry["tags"] == ["auth", "jest"] and entry["updatedAt"]
     assert json.loads(open(done.json["backup"]).read()) == json.loads(before)
-    found = run_script("search.py", "--index", "personal", "--mode", "lexical", "quokka", env=env).json["results"]
+    found = call_script("search.py", "--index", "personal", "--mode", "lexical", "quokka", env=env).json["results"]
     assert found[0]["metadata"]["record_id"] == "mem_a1b2"
-    old_words = run_script("search.py", "--index", "personal", "--mode", "lexical", "initialized module scope", env=env)
+    old_words = call_script("search.py", "--index", "personal", "--mode", "lexical", "initialized module scope", env=env)
     assert not [item for item in old_words.json["results"] if "module scope" in item["chunk"]], "the old lesson no longer answers"
 
 
@@ -255,15 +255,15 @@ def test_the_last_entries_removed_answer_no_search_nor_query_and_their_backup_ke
     if edit[0] == "remove":
         path.write_text(json.dumps(stored_entries(state_dir)[:1]))
     before = stored_entries(state_dir)
-    assert run_script("index_personal.py", "--quiet", env=env).code == 0
+    assert call_script("index_personal.py", "--quiet", env=env).code == 0
     done = memory(env, *edit)
     assert done.code == 0 and done.json["indexed"] is True, done
     assert stored_entries(state_dir) == [] and json.loads(open(done.json["backup"]).read()) == before
-    found = run_script("search.py", "--index", "personal", "auth mocks initialized inside beforeEach", env=env)
+    found = call_script("search.py", "--index", "personal", "auth mocks initialized inside beforeEach", env=env)
     assert "memory/memory.json" not in [item["file"] for item in found.json["results"]], found.json
     recalled = memory(env, "query", "auth mocks initialized inside beforeEach").json["entries"]
     assert not {entry["id"] for entry in before} & {entry["id"] for entry in recalled}, recalled
-    root = run_script("status.py", env=env).json["personal_roots"][0]
+    root = call_script("status.py", env=env).json["personal_roots"][0]
     assert root["skipped"] == [] and root["empty"] == ["memory/memory.json"], root
 
 
@@ -280,7 +280,7 @@ def one_entry_files(state_dir, count, loop_id="abc123"):
 
 def test_clear_reaches_every_entry_list_shows_including_one_entry_files(state_dir, env):
     folder = one_entry_files(state_dir, 3)
-    assert run_script("index_personal.py", "--quiet", env=env).code == 0
+    assert call_script("index_personal.py", "--quiet", env=env).code == 0
     listed = memory(env, "list", "--loop-id", "abc123").json
     assert listed["count"] == 4, listed
     dry = memory(env, "clear", "--loop-id", "abc123")
@@ -301,7 +301,7 @@ def test_clear_reaches_every_entry_list_shows_including_one_entry_files(state_di
 
 def test_remove_and_update_reach_entries_in_other_files_under_the_roots(state_dir, env):
     folder = one_entry_files(state_dir, 2)
-    assert run_script("index_personal.py", "--quiet", env=env).code == 0
+    assert call_script("index_personal.py", "--quiet", env=env).code == 0
     updated = memory(env, "update", "one_0", "--context", "ci/runners.yml", "--yes")
     assert updated.code == 0 and updated.json["files"][0]["file"] == str(folder / "entry-0.json"), updated
     assert json.loads((folder / "entry-0.json").read_text())["context"] == "ci/runners.yml"
@@ -322,7 +322,7 @@ def test_clear_keeps_each_files_shape_json_lines_and_an_object_holding_entries(s
     kept = {"id": "t2", "loopId": "zzz", "createdAt": "2026-04-03", "type": "lesson_learned", "lesson": "kept too"}
     (agents / "team.json").write_text(json.dumps({"version": 2, "entries": [
         {"id": "t1", "loopId": "abc123", "createdAt": "2026-04-02", "type": "lesson_learned", "lesson": "gone too"}, kept]}))
-    assert run_script("index_personal.py", "--quiet", env=env).code == 0
+    assert call_script("index_personal.py", "--quiet", env=env).code == 0
     done = memory(env, "clear", "--loop-id", "abc123", "--yes")
     assert done.code == 0 and done.json["deleted"] == 3, done
     assert (agents / "log.jsonl").read_text() == f"{kept_line}\n"

@@ -6,11 +6,11 @@ import sys
 
 import pytest
 
-from conftest import SCRIPTS, age_index, run_script
+from conftest import SCRIPTS, age_index, call_script
 
 
 def search(data, *args):
-    return run_script("search.py", "--data-dir", data, *args)
+    return call_script("search.py", "--data-dir", data, *args)
 
 
 def test_output_follows_the_design_schema(example_index):
@@ -73,12 +73,13 @@ def test_asking_for_an_unbuilt_index_exits_3(example_index):
 def test_an_empty_index_is_success_with_no_results(tmp_path):
     empty_root = tmp_path / "empty-root"
     empty_root.mkdir()
-    assert run_script("index_personal.py", "--data-dir", tmp_path / "data", empty_root).code == 0
+    assert call_script("index_personal.py", "--data-dir", tmp_path / "data", empty_root).code == 0
     result = search(tmp_path / "data", "anything at all")
     assert result.code == 0, result
     assert result.json["results"] == []
 
 
+@pytest.mark.processes
 def test_a_store_built_with_another_model_asks_for_a_reindex(example_data):
     age_index(example_data, "personal", model="some-other-model", dimension=768)
     result = search(example_data, "anything")
@@ -90,17 +91,17 @@ def test_a_store_built_with_another_model_asks_for_a_reindex(example_data):
 def test_a_data_dir_keeps_its_graph_and_a_rebuild_with_another_one_switches_it(state_dir, tmp_path):
     data = tmp_path / "data"
     float_graph, int8_graph = {"RAG_SEARCH_EMBEDDING": "float"}, {"RAG_SEARCH_EMBEDDING": "int8"}
-    assert run_script("index_personal.py", "--data-dir", data, state_dir, env=float_graph).code == 0
+    assert call_script("index_personal.py", "--data-dir", data, state_dir, env=float_graph).code == 0
     assert search(data, "ArgoCD self-heal").code == 0  # "auto" (the default): the graph the data dir was made with
 
-    result = run_script("search.py", "--data-dir", data, "ArgoCD self-heal", env=int8_graph)
+    result = call_script("search.py", "--data-dir", data, "ArgoCD self-heal", env=int8_graph)
     assert result.code == 4, result
     assert "float graph" in result.stderr and "int8 graph" in result.stderr and "--full" in result.stderr, result.stderr
 
-    rebuilt = run_script("index_personal.py", "--data-dir", data, state_dir, env=int8_graph)
+    rebuilt = call_script("index_personal.py", "--data-dir", data, state_dir, env=int8_graph)
     assert rebuilt.code == 0 and "rebuilding it" in rebuilt.stderr, rebuilt
     assert search(data, "ArgoCD self-heal").code == 0
-    assert run_script("search.py", "--data-dir", data, "ArgoCD self-heal", env=float_graph).code == 4  # the switch stuck
+    assert call_script("search.py", "--data-dir", data, "ArgoCD self-heal", env=float_graph).code == 4  # the switch stuck
 
 
 def test_bad_arguments_exit_2(example_index):
@@ -120,6 +121,7 @@ print("HEAVY:" + ",".join(heavy), file=sys.stderr)
 """
 
 
+@pytest.mark.processes
 def test_the_search_path_never_imports_torch(example_index):
     completed = subprocess.run(
         [sys.executable, "-c", _SEARCH_AND_LIST_MODULES, str(SCRIPTS / "search.py"), str(example_index)],

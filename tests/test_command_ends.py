@@ -13,6 +13,8 @@ from conftest import SCRIPTS, add_source, index_docs, run_script
 from rag_search.core import cli
 from webserver import DocsSite
 
+pytestmark = pytest.mark.processes  # real signals to real commands
+
 
 def digest(folder) -> str:
     """The bytes of every file under `folder`, by relative path."""

@@ -11,6 +11,8 @@ from rag_search.core.config import load_settings
 from rag_search.index.indexer import IndexWriter, SourceDocument
 from rag_search.index.runs import index_run
 
+pytestmark = pytest.mark.processes  # a damaged store may crash the process reading it
+
 WORDS = "kernel volume network storage cluster ingress backup policy secret quota".split()
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import add_source, index_docs, resident_searchers, run_script
+from conftest import add_source, call_script, index_docs, resident_searchers
 from gitrepo import GitRepo
 
 
@@ -21,7 +21,7 @@ def test_a_folder_with_other_content_is_refused_and_left_as_it_was(state_dir, tm
         (data / name).write_text("the user's own file\n")
     before = sorted(str(path.relative_to(data)) for path in data.rglob("*"))
 
-    result = run_script("index_personal.py", "--data-dir", data, state_dir)
+    result = call_script("index_personal.py", "--data-dir", data, state_dir)
     assert result.code == 6, result
     assert str(data) in result.stderr and "not a rag-search data folder" in result.stderr
     assert result.json["error"]["hint"]
@@ -51,7 +51,7 @@ def test_a_folder_with_names_rag_search_once_used_is_refused_and_left_as_it_was(
         (data / name).write_bytes(content)
     before = contents(data)
 
-    for result in (run_script("index_personal.py", "--data-dir", data, state_dir), index_docs(data, "--all")):
+    for result in (call_script("index_personal.py", "--data-dir", data, state_dir), index_docs(data, "--all")):
         assert result.code == 6, result
         assert str(data) in result.stderr and "not a rag-search data folder" in result.stderr
     assert contents(data) == before
@@ -64,12 +64,12 @@ def test_a_data_dir_of_a_version_before_the_marker_is_known_by_its_index_and_ado
     (example_data / ".rag-search").unlink()
     before = contents(example_data)
 
-    result = run_script("index_personal.py", "--data-dir", example_data, state_dir)
+    result = call_script("index_personal.py", "--data-dir", example_data, state_dir)
     assert result.code == 0, result
     assert "earlier rag-search version" in result.stderr and str(example_data) in result.stderr
     assert (example_data / ".rag-search").is_file()
     assert set(before) <= set(contents(example_data))
-    assert run_script("search.py", "--data-dir", example_data, "ArgoCD self-heal").json["results"]
+    assert call_script("search.py", "--data-dir", example_data, "ArgoCD self-heal").json["results"]
 
 
 LOOSENED = {
@@ -86,9 +86,9 @@ def test_a_data_dir_others_can_write_is_refused_by_readers_and_writers(loosen, m
     loosen(example_data)
     before = contents(example_data)
 
-    for result in (run_script("search.py", "--data-dir", example_data, "caching decision"),
-                   run_script("status.py", "--data-dir", example_data),
-                   run_script("index_personal.py", "--data-dir", example_data, state_dir)):
+    for result in (call_script("search.py", "--data-dir", example_data, "caching decision"),
+                   call_script("status.py", "--data-dir", example_data),
+                   call_script("index_personal.py", "--data-dir", example_data, state_dir)):
         assert result.code == 6, result
         assert f"the data folder {example_data} {message}" in result.stderr
         assert hint in result.json["error"]["hint"]
@@ -114,11 +114,11 @@ def test_links_planted_where_a_search_writes_are_not_followed(example_data, tmp_
     runtime = Path(tempfile.mkdtemp(prefix="rs", dir="/tmp"))  # short: a socket path has at most 107 bytes
     env = {"RAG_SEARCH_RESIDENT": "1", "XDG_RUNTIME_DIR": str(runtime)}
     try:
-        result = run_script("search.py", "--data-dir", example_data, "caching decision", env=env)
+        result = call_script("search.py", "--data-dir", example_data, "caching decision", env=env)
         assert result.code == 0, result
         assert "docs index has not been built yet" in result.stderr
     finally:
-        run_script("resident.py", "--data-dir", example_data, "stop", env=env)
+        call_script("resident.py", "--data-dir", example_data, "stop", env=env)
         for pid in resident_searchers(example_data.parent):
             os.kill(pid, signal.SIGKILL)
         shutil.rmtree(runtime, ignore_errors=True)
@@ -133,7 +133,7 @@ def test_links_planted_where_an_index_run_locks_are_not_followed(example_data, s
         (example_data / "personal" / name).unlink(missing_ok=True)
         (example_data / "personal" / name).symlink_to(target)
 
-    result = run_script("index_personal.py", "--data-dir", example_data, state_dir)
+    result = call_script("index_personal.py", "--data-dir", example_data, state_dir)
     assert result.code == 7, result
     assert f"{example_data / 'personal' / 'write.lock'} is a symbolic link: not followed" in result.stderr
     assert not any(target.exists() for target in targets.values())
@@ -182,11 +182,11 @@ def test_a_folder_we_did_not_make_where_a_source_would_keep_its_clone_fails_that
 
 def test_a_data_dir_whose_path_holds_uri_characters_can_be_read(state_dir, tmp_path):
     data = tmp_path / "odd #1? 100%"
-    assert run_script("index_personal.py", "--data-dir", data, state_dir).code == 0
-    result = run_script("search.py", "--data-dir", data, "--no-refresh", "why is self-heal off in ArgoCD?")
+    assert call_script("index_personal.py", "--data-dir", data, state_dir).code == 0
+    result = call_script("search.py", "--data-dir", data, "--no-refresh", "why is self-heal off in ArgoCD?")
     assert result.code == 0, result
     assert result.json["results"]
-    status = run_script("status.py", "--data-dir", data)
+    status = call_script("status.py", "--data-dir", data)
     assert status.code == 0, status
     assert status.json["collections"]["personal"]["built"] is True
     shutil.rmtree(data)

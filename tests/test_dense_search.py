@@ -4,8 +4,9 @@ import subprocess
 import sys
 
 import numpy as np
+import pytest
 
-from conftest import SCRIPTS, run_script
+from conftest import SCRIPTS, call_script
 from rag_search.store.records import Filters
 from rag_search.store.vectors import EF_SEARCH, VectorIndex
 
@@ -55,11 +56,12 @@ def test_the_dense_half_finds_the_true_nearest_chunks(tmp_path):
     assert np.mean(recall) >= 0.99 and min(recall) >= 0.9, recall
 
 
+@pytest.mark.processes
 def test_an_index_made_with_chromas_default_breadth_gets_ours_from_its_next_change(state_dir, tmp_path):
     data = tmp_path / "data"
-    assert run_script("index_personal.py", "--data-dir", data, state_dir).code == 0
+    assert call_script("index_personal.py", "--data-dir", data, state_dir).code == 0
     assert search_breadth(data, set_to=100) == 100  # as an index made before EF_SEARCH was set
     (state_dir / "notes" / "new.md").write_text("# New\n\nA note about the MinIO bucket policy.\n")
-    result = run_script("index_personal.py", "--data-dir", data, state_dir)
+    result = call_script("index_personal.py", "--data-dir", data, state_dir)
     assert result.code == 0 and result.json["published"] is True, result
     assert search_breadth(data) == EF_SEARCH

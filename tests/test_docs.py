@@ -17,6 +17,7 @@ from test_cli_contract import parsers_of
 SCRIPT_NAMES = sorted(path.name for path in SCRIPTS.glob("*.py"))
 
 
+@pytest.mark.processes
 @pytest.mark.parametrize("name", SCRIPT_NAMES)
 def test_every_script_answers_help_with_exit_codes(name):
     result = run_script(name, "--help", timeout=30)
@@ -37,6 +38,7 @@ def test_every_script_is_executable_on_disk_and_in_git(name):
     assert (SCRIPTS / name).read_text().startswith("#!/usr/bin/env python3\n")
 
 
+@pytest.mark.processes
 @pytest.mark.parametrize("name", SCRIPT_NAMES)
 def test_help_does_not_import_heavy_libraries(name):
     code = (

@@ -16,6 +16,8 @@ import pytest
 
 from conftest import SCRIPTS, run_script, server_collection, store_contents
 
+pytestmark = pytest.mark.processes  # index runs killed or failed at each step, then run again
+
 FAULTRUN = Path(__file__).with_name("faultrun.py")
 
 FLUSH_STEPS = [

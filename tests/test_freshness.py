@@ -3,7 +3,14 @@
 import fcntl
 import os
 
+import pytest
+
 from conftest import fill, run_script, store_contents
+
+# In a process: a search's refresh writes the index, then the search reads it. Run in the test's process (call_script,
+# no fork) such a search failed now and then with "'RustBindingsAPI' object has no attribute 'bindings'": ChromaDB's
+# client cache is keyed by path, and readers open generations through /proc/self/fd/N paths (generations.held_path).
+pytestmark = pytest.mark.processes
 
 
 def search(env, query, *args):

@@ -19,11 +19,11 @@ import time
 import numpy as np
 import pytest
 
-from conftest import SCRIPTS, files_in_store, fill, marked_data_dir, run_script, store_contents
+from conftest import SCRIPTS, call_script, files_in_store, fill, marked_data_dir, run_script, store_contents
 
 
 def index(data, root, *args):
-    return run_script("index_personal.py", "--data-dir", data, root, *args)
+    return call_script("index_personal.py", "--data-dir", data, root, *args)
 
 
 def personal(data):
@@ -79,7 +79,7 @@ def test_a_run_that_changes_nothing_copies_nothing(state_dir, tmp_path):
     unchanged = index(data, state_dir)
     assert unchanged.code == 0, unchanged
     assert unchanged.json["published"] is False
-    searched = run_script("search.py", "--data-dir", data, "--index", "personal", "MinIO bucket policy")
+    searched = call_script("search.py", "--data-dir", data, "--index", "personal", "MinIO bucket policy")
     assert searched.code == 0, searched  # the refresh before a search finds nothing to do
 
     add_note(state_dir)
@@ -89,6 +89,7 @@ def test_a_run_that_changes_nothing_copies_nothing(state_dir, tmp_path):
     assert index(data, state_dir).json["published"] is True
 
 
+@pytest.mark.processes
 def test_a_second_index_run_waits_then_gives_up_with_exit_8(state_dir, tmp_path):
     data = marked_data_dir(tmp_path / "data")
     personal(data).mkdir()
@@ -97,7 +98,7 @@ def test_a_second_index_run_waits_then_gives_up_with_exit_8(state_dir, tmp_path)
         lock.write(json.dumps({"pid": os.getpid(), "since": "now"}))
         lock.flush()
         started = time.monotonic()
-        result = index(data, state_dir, "--wait", "1")
+        result = run_script("index_personal.py", "--data-dir", data, state_dir, "--wait", "1")  # another pid than the holder's
         assert result.code == 8, result
         assert 1 <= time.monotonic() - started < 30
         assert f"pid {os.getpid()}" in result.stderr and "--wait" in result.stderr
@@ -112,6 +113,7 @@ def test_personal_and_docs_runs_do_not_wait_for_each_other(state_dir, tmp_path):
         assert index(data, state_dir, "--wait", "0").code == 0
 
 
+@pytest.mark.processes
 def test_a_killed_run_leaves_the_previous_index_serving_and_the_next_run_equals_a_rebuild(state_dir, tmp_path):
     data = tmp_path / "data"
     assert index(data, state_dir).code == 0
@@ -133,7 +135,7 @@ def test_a_killed_run_leaves_the_previous_index_serving_and_the_next_run_equals_
 
     assert current(data) == "g000001"
     assert comparable(data) == before, "the published index is untouched"
-    found = run_script("search.py", "--data-dir", data, "ArgoCD self-heal")
+    found = call_script("search.py", "--data-dir", data, "ArgoCD self-heal")
     assert found.code == 0 and found.json["results"], found
 
     assert index(data, state_dir).code == 0
@@ -150,7 +152,7 @@ def test_a_garbled_current_falls_back_to_the_newest_generation_and_loses_nothing
     before = comparable(data)
     (personal(data) / "CURRENT").write_bytes(garbage.encode("utf-8", "surrogateescape") if isinstance(garbage, str) else garbage)
 
-    found = run_script("search.py", "--data-dir", data, "why is ArgoCD self-heal off?")
+    found = call_script("search.py", "--data-dir", data, "why is ArgoCD self-heal off?")
     assert found.code == 0 and found.json["results"], found
     assert "CURRENT" in found.stderr
 
@@ -172,7 +174,7 @@ def test_a_missing_generation_folder_or_lock_file_is_not_fatal(state_dir, tmp_pa
     for lock in (personal(data) / "generations").glob("*.lock"):
         lock.unlink()
 
-    found = run_script("search.py", "--data-dir", data, "why is ArgoCD self-heal off?")
+    found = call_script("search.py", "--data-dir", data, "why is ArgoCD self-heal off?")
     assert found.code == 0 and found.json["results"], found
     assert "g000001" in found.stderr
 
@@ -230,10 +232,11 @@ def test_a_full_disk_mid_run_fails_clearly_and_the_previous_generation_still_ser
     assert "--full" not in result.stderr, "a full disk is not repaired by rebuilding"
     assert current(data) == "g000001"
     assert generations(data) == ["g000001"], "the failed run's work folder is gone"
-    found = run_script("search.py", "--data-dir", data, "why is ArgoCD self-heal off?")
+    found = call_script("search.py", "--data-dir", data, "why is ArgoCD self-heal off?")
     assert found.code == 0 and found.json["results"][0]["file"] in ("notes/argocd-setup.md", "memory/decisions.json")
 
 
+@pytest.mark.processes
 def test_searches_answer_on_a_full_disk(state_dir, small_disk):
     data = small_disk / "data"
     assert index(data, state_dir).code == 0
@@ -246,6 +249,7 @@ def test_searches_answer_on_a_full_disk(state_dir, small_disk):
         assert [r["file"] for r in found.json["results"]] == [r["file"] for r in before.json["results"]]
 
 
+@pytest.mark.processes
 def test_a_sqlite_file_copied_while_another_process_writes_it_is_a_committed_state(tmp_path):
     """Searches write ChromaDB's SQLite file as they open it; a generation copied meanwhile must still be consistent.
 
@@ -296,7 +300,7 @@ def test_chromadb_holds_vectors_and_filter_fields_while_text_and_metadata_live_i
     assert set().union(*(metadata.keys() for metadata in stored["metadatas"])) <= {"source_id", "date_ts", "type", "tags"}
     assert any("source_id" in metadata for metadata in stored["metadatas"])
 
-    result = run_script("search.py", "--data-dir", example_data, "--index", "personal", "--mode", "dense", "--top-k", "3",
+    result = call_script("search.py", "--data-dir", example_data, "--index", "personal", "--mode", "dense", "--top-k", "3",
                         "--since", "2000-01-01", "MinIO bucket policy")
     assert result.code == 0, result
     hits = result.json["results"]
@@ -434,7 +438,7 @@ def test_a_small_change_brings_the_older_generation_up_to_date_instead_of_copyin
     assert all(np.array_equal(after[i], before[i]) for i in after.keys() & before.keys()), "kept chunks keep their vectors"
     cosine = {i: float(np.dot(after[i], fresh[i]) / np.linalg.norm(after[i]) / np.linalg.norm(fresh[i])) for i in after}
     assert min(cosine.values()) > 0.95, "every chunk has its own text's vector"
-    found = run_script("search.py", "--data-dir", data, "--index", "personal", "--mode", "dense", "where do the Grafana dashboards live?")
+    found = call_script("search.py", "--data-dir", data, "--index", "personal", "--mode", "dense", "where do the Grafana dashboards live?")
     assert found.code == 0 and found.json["results"][0]["file"].endswith("other.md"), found
 
 
@@ -472,7 +476,7 @@ def test_an_older_generation_that_cannot_be_brought_up_to_date_is_replaced_by_a_
 def test_status_reports_the_disk_a_collection_takes_with_the_generation_kept_for_small_changes(state_dir, tmp_path):
     data = tmp_path / "data"
     two_generations(data, state_dir)
-    result = run_script("status.py", "--data-dir", data)
+    result = call_script("status.py", "--data-dir", data)
     assert result.code == 0, result
     personal_status = result.json["collections"]["personal"]
     kept = sum(path.stat().st_size for path in (personal(data) / "generations" / "g000001").rglob("*") if path.is_file())

@@ -4,7 +4,11 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 from conftest import PROJECT
+
+pytestmark = pytest.mark.processes  # the benchmark script as a user runs it
 
 GOLDEN = [
     {"query": "which text editor do I like to use?", "expected": "preferences.json"},

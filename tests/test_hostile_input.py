@@ -19,8 +19,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from conftest import SCRIPTS, files_in_store, run_script
+from conftest import SCRIPTS, call_script, files_in_store, run_script
 from gitrepo import GitRepo
+
+pytestmark = pytest.mark.processes  # a hang or a prompt ends a process, not the suite
 
 EARLIER = {
     "alpha.md": "# Alpha\n\nThe alpha note says the backups run at two in the morning.",
@@ -106,7 +108,7 @@ def test_odd_but_valid_names_are_indexed_and_found(indexed):
     result = index_again(root, data)
     assert result.json["added"] == 3 and result.json["skipped"] == []
     for word, name in (("zanzibarquokka", weird), ("marmaladeheron", rtl)):
-        found = run_script("search.py", "--data-dir", data, "--mode", "lexical", word)
+        found = call_script("search.py", "--data-dir", data, "--mode", "lexical", word)
         assert found.code == 0, found
         assert found.json["results"][0]["file"] == name
 
@@ -168,12 +170,12 @@ def test_a_git_remote_that_wants_credentials_fails_fast_and_never_prompts(auth_w
     good = GitRepo(tmp_path / "good-origin")
     good.write({"docs/guide.md": "# Guide\n\nThe frobnicator is configured in frob.yaml."})
     good.commit("docs")
-    assert run_script("add_doc_source.py", "--id", "good", "--name", "Good", "--type", "git", "--url", good.url).code == 0
-    assert run_script("index_docs.py", "--data-dir", data, "--all").code == 0
+    assert call_script("add_doc_source.py", "--id", "good", "--name", "Good", "--type", "git", "--url", good.url).code == 0
+    assert call_script("index_docs.py", "--data-dir", data, "--all").code == 0
     good.write({"docs/later.md": "# Later\n\nAdded while the private remote is registered."})
     good.commit("more docs")
     url = f"https://127.0.0.1:{auth_wall.server_port}/repo.git"
-    assert run_script("add_doc_source.py", "--id", "private", "--name", "Private", "--type", "git", "--url", url).code == 0
+    assert call_script("add_doc_source.py", "--id", "private", "--name", "Private", "--type", "git", "--url", url).code == 0
 
     env = {**os.environ, "GIT_SSL_NO_VERIFY": "1", "NO_PROXY": "127.0.0.1", "no_proxy": "127.0.0.1"}
     out, err = tmp_path / "stdout", tmp_path / "stderr"

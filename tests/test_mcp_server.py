@@ -13,6 +13,8 @@ from mcp.client.stdio import StdioServerParameters
 
 from conftest import DEEP_PASSAGE, EXAMPLES, SCRIPTS, SEARCH_CASES, SEARCH_COLD_CASES, run_script, store_contents
 
+pytestmark = pytest.mark.processes  # the MCP server over stdio
+
 QUESTION = "why is ArgoCD self-heal disabled?"
 
 

@@ -24,6 +24,8 @@ from mcp.client.stdio import StdioServerParameters
 from conftest import SCRIPTS
 from rag_search.core.telemetry import FORCED
 
+pytestmark = pytest.mark.processes  # each script and the MCP server run as the user runs them, watched
+
 # Installed in every process: at the first import of each library that reads a switch, the switches' values then
 # (most are read once, at import: onnxruntime's as it initialises).
 LIBRARIES = ("onnxruntime", "chromadb", "torch", "transformers", "sentence_transformers", "huggingface_hub", "tokenizers")

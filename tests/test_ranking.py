@@ -3,7 +3,7 @@
 import time
 from dataclasses import replace
 
-from conftest import hit, run_script
+from conftest import call_script, hit
 from rag_search.search.ranking import about_the_user, implied_recency_days, rank
 from rag_search.search.retrieval import SearchOptions
 
@@ -245,13 +245,13 @@ def test_search_applies_the_recency_a_question_implies_unless_one_is_set(tmp_pat
     for topic in ("dentist appointment on Tuesday", "the garden needs water", "book club reads Dune next"):
         (notes / f"{topic.split()[1]}.md").write_text(f"# Note\n\nRemember: {topic}.\n")
     data = tmp_path / "data"
-    assert run_script("index_personal.py", "--data-dir", data, notes).code == 0
-    asked = run_script("search.py", "--data-dir", data, "--explain", "--index", "personal",
+    assert call_script("index_personal.py", "--data-dir", data, notes).code == 0
+    asked = call_script("search.py", "--data-dir", data, "--explain", "--index", "personal",
                        "which chart did we push to the registry yesterday?")
     assert asked.code == 0, asked
     assert asked.json["results"][0]["file"] == "new.md"
     assert all("recency" in result["explain"] for result in asked.json["results"])
-    plain = run_script("search.py", "--data-dir", data, "--explain", "--index", "personal", "which chart did we push to the registry?")
+    plain = call_script("search.py", "--data-dir", data, "--explain", "--index", "personal", "which chart did we push to the registry?")
     assert plain.json["results"][0]["file"] == "old.md"
     assert not any("recency" in result["explain"] for result in plain.json["results"])
 

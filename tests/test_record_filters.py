@@ -5,13 +5,13 @@ import json
 
 import pytest
 
-from conftest import run_script
+from conftest import call_script
 
 MODES = ["hybrid", "dense", "lexical"]
 
 
 def search(data, query, *args):
-    result = run_script("search.py", "--data-dir", data, "--index", "personal", "--top-k", "20", "--per-file", "0", query, *args)
+    result = call_script("search.py", "--data-dir", data, "--index", "personal", "--top-k", "20", "--per-file", "0", query, *args)
     assert result.code == 0, result
     return result.json["results"]
 
@@ -68,7 +68,7 @@ def test_a_records_bookkeeping_is_not_embedded_nor_keyword_indexed(example_index
 
 
 def test_memory_query_by_loop_reads_the_bookkeeping_from_metadata(example_index, tmp_path):
-    result = run_script("memory.py", "--data-dir", example_index, "--memory-file", tmp_path / "none.json", "query",
+    result = call_script("memory.py", "--data-dir", example_index, "--memory-file", tmp_path / "none.json", "query",
                         "auth mocks beforeEach", "--loop-id", "abc123")
     assert result.code == 0, result
     assert [{key: entry.get(key) for key in ("id", "loopId", "iteration", "createdAt", "confidence")}
@@ -81,7 +81,7 @@ def test_a_decisions_file_without_types_matches_type_decision(state_dir, tmp_pat
     data = json.loads(path.read_text())
     path.write_text(json.dumps({"decisions": [{k: v for k, v in item.items() if k != "type"} for item in data["decisions"]]}))
     data_dir = tmp_path / "data"
-    assert run_script("index_personal.py", "--data-dir", data_dir, state_dir).code == 0
+    assert call_script("index_personal.py", "--data-dir", data_dir, state_dir).code == 0
     results = search(data_dir, "Longhorn persistent volumes", "--type", "decision")
     assert {r["metadata"]["record_id"] for r in results} == {"dec-014", "dec-015", "dec-016"}
     assert {r["metadata"]["type"] for r in results} == {"decision"}, "the type no chunk shows is in the metadata"

@@ -1,6 +1,6 @@
 """Filters, the per-file cap, the keyword search and the token budget, stage by stage (ranking: test_ranking.py)."""
 
-from conftest import hit, run_script
+from conftest import call_script, hit
 from rag_search.core.config import load_settings
 from rag_search.search.retrieval import Searcher, SearchOptions, SearchResult, _cap_per_file
 from rag_search.serve import output
@@ -185,7 +185,7 @@ def test_a_keyword_match_of_only_a_term_in_most_chunks_is_no_evidence(tmp_path):
     for name, text in notes.items():
         (tmp_path / "state" / name).parent.mkdir(exist_ok=True)
         (tmp_path / "state" / name).write_text(text, encoding="utf-8")
-    assert run_script("index_personal.py", "--data-dir", tmp_path / "data", tmp_path / "state").code == 0
+    assert call_script("index_personal.py", "--data-dir", tmp_path / "data", tmp_path / "state").code == 0
     searcher = Searcher(load_settings(data_dir=str(tmp_path / "data")), "personal")
     try:
         hybrid = searcher.search("Who is Zorblat for?", SearchOptions(top_k=5)).hits
@@ -207,9 +207,9 @@ def test_a_documentation_page_is_as_close_as_its_chunks_mean_and_a_record_as_its
     (docs / "faq.json").write_text('[{"question": "How do I back up etcd?", "answer": "etcdctl snapshot save."},'
                                    ' {"question": "Which CNI do we ship?", "answer": "kube-router, with BGP."}]', encoding="utf-8")
     sources = tmp_path / "sources.json"
-    assert run_script("add_doc_source.py", "--sources", sources, "--id", "handbook", "--name", "Handbook", "--type", "local",
+    assert call_script("add_doc_source.py", "--sources", sources, "--id", "handbook", "--name", "Handbook", "--type", "local",
                       "--path", docs, "--glob", "*.*").code == 0
-    assert run_script("index_docs.py", "--sources", sources, "--data-dir", tmp_path / "data", "--all").code == 0
+    assert call_script("index_docs.py", "--sources", sources, "--data-dir", tmp_path / "data", "--all").code == 0
     searcher = Searcher(load_settings(data_dir=str(tmp_path / "data")), "docs")
     try:
         hits = searcher.search("how do I back up etcd?", SearchOptions(top_k=10, per_file=0)).hits

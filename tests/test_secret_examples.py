@@ -10,7 +10,7 @@ import json
 
 import pytest
 
-from conftest import add_source, index_docs, run_script, store_contents
+from conftest import add_source, call_script, index_docs, store_contents
 from rag_search.safety.secrets import redact
 from webserver import DocsSite, Page, html_page
 
@@ -95,13 +95,13 @@ def test_documentation_keeps_its_examples_and_a_personal_note_keeps_none(tmp_pat
         add_source("--id", "gateway", "--name", "Gateway", "--type", "web", "--base-url", site.url, "--pages", "routes/", "plugins/")
         add_source("--id", "private", "--name", "Private", "--type", "local", "--path", private)
         assert index_docs(data, "--all").code == 0
-        plugins_page = run_script("get.py", "--data-dir", data, site.url + "plugins/").json
-        routes_page = run_script("get.py", "--data-dir", data, site.url + "routes/").json  # redacted again once plugins/ showed it
+        plugins_page = call_script("get.py", "--data-dir", data, site.url + "plugins/").json
+        routes_page = call_script("get.py", "--data-dir", data, site.url + "routes/").json  # redacted again once plugins/ showed it
         site.pages["/docs/consumers/"] = Page(html_page("Consumers", CONSUMERS.format(key=ADMIN_KEY)))
         add_source("--update", "--id", "gateway", "--pages", "routes/", "plugins/", "consumers/")
         later = index_docs(data, "--source", "gateway")
     assert later.code == 0, later
-    assert run_script("index_personal.py", "--data-dir", data, notes).code == 0
+    assert call_script("index_personal.py", "--data-dir", data, notes).code == 0
 
     docs = store_contents(data, "docs")
     routes, plugins, consumers = (_texts(docs, f"gateway/{page}/") for page in ("routes", "plugins", "consumers"))
@@ -113,7 +113,7 @@ def test_documentation_keeps_its_examples_and_a_personal_note_keeps_none(tmp_pat
     assert ADMIN_KEY in plugins_page["text"] and SAMPLE_JWT in plugins_page["text"], "get.py shows the page as indexed"
     assert routes_page["from"] == "saved page" and ADMIN_KEY in routes_page["text"]
     assert PASTED not in plugins_page["text"]
-    found = run_script("search.py", "--data-dir", data, "--mode", "lexical", "plugins the gateway loaded").json["results"]
+    found = call_script("search.py", "--data-dir", data, "--mode", "lexical", "plugins the gateway loaded").json["results"]
     assert found[0]["file"] == "gateway/plugins/" and ADMIN_KEY in found[0]["chunk"]
     assert ADMIN_KEY not in _texts(docs, "private/routes.md") + _texts(docs, "private/plugins.md")
 
@@ -133,7 +133,7 @@ def test_get_shows_a_git_file_with_the_examples_its_chunks_kept(tmp_path, isolat
     data = tmp_path / "data"
     add_source("--id", "gw", "--name", "Gateway", "--type", "git", "--url", origin.url, "--path", "docs")
     assert index_docs(data, "--source", "gw").code == 0
-    page = run_script("get.py", "--data-dir", data, "gw/docs/plugins.md")
+    page = call_script("get.py", "--data-dir", data, "gw/docs/plugins.md")
     assert page.code == 0 and page.json["from"] == "file", page
     assert ADMIN_KEY in page.json["text"] and PASTED not in page.json["text"]
 

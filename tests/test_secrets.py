@@ -11,7 +11,7 @@ import time
 import git
 import pytest
 
-from conftest import PROJECT, files_in_store, run_script, store_contents
+from conftest import PROJECT, call_script, files_in_store, store_contents
 from gitrepo import GitRepo
 from rag_search.safety.secrets import is_secret_file, redact
 from rag_search.sources.files import walk_root
@@ -170,7 +170,7 @@ def test_no_secret_reaches_the_store_end_to_end(tmp_path):
     (root / ".ragignore").write_text("!.env\n")
     data = tmp_path / "data"
 
-    result = run_script("index_personal.py", "--data-dir", data, root)
+    result = call_script("index_personal.py", "--data-dir", data, root)
     assert result.code == 0, result
     summary = result.json
     assert (summary["added"], summary["secret_files"], summary["redacted"], summary["ignored"]) == (1, 2, 3, 1)
@@ -186,13 +186,13 @@ def test_no_secret_reaches_the_store_end_to_end(tmp_path):
             content = path.read_bytes()
             assert GITHUB_TOKEN.encode() not in content and AWS_KEY_ID.encode() not in content, path
 
-    by_token = run_script("search.py", "--data-dir", data, "--mode", "lexical", GITHUB_TOKEN)
+    by_token = call_script("search.py", "--data-dir", data, "--mode", "lexical", GITHUB_TOKEN)
     assert by_token.code == 0, by_token
     assert by_token.json["results"] == []
-    found = run_script("search.py", "--data-dir", data, "--mode", "lexical", "bluefinch cluster backups")
+    found = call_script("search.py", "--data-dir", data, "--mode", "lexical", "bluefinch cluster backups")
     assert found.json["results"][0]["file"] == "homelab.md"
 
-    again = run_script("index_personal.py", "--data-dir", data, root).json
+    again = call_script("index_personal.py", "--data-dir", data, root).json
     assert (again["unchanged"], again["embedded"], again["redacted"]) == (1, 0, 0), "hashes are of the raw file: nothing changed"
 
 
@@ -241,10 +241,10 @@ def test_a_token_in_a_web_pages_url_reaches_no_field(tmp_path, isolated_home):
     stored = store_contents(data, "docs")
     assert {chunk["metadata"]["file"] for chunk in stored.values()} == {"board/status/?token=[REDACTED:token]"}
     assert token not in json.dumps(stored)
-    found = run_script("search.py", "--data-dir", data, "--mode", "lexical", "bluefinch status board")
+    found = call_script("search.py", "--data-dir", data, "--mode", "lexical", "bluefinch status board")
     assert found.json["results"] and found.json["results"][0]["file"] == "board/status/?token=[REDACTED:token]"
     assert token not in found.stdout
-    page = run_script("get.py", "--data-dir", data, "board/status/?token=[REDACTED:token]")
+    page = call_script("get.py", "--data-dir", data, "board/status/?token=[REDACTED:token]")
     assert page.code == 0 and page.json["from"] == "saved page", page
     for path in data.rglob("*"):
         if path.is_file() and "model" not in path.relative_to(data).parts:

@@ -8,6 +8,8 @@ import pytest
 
 from conftest import run_script
 
+pytestmark = pytest.mark.processes  # the scripts against a `chroma run` server (a session fixture: the guard cannot see it start)
+
 TOKEN = "Bearer s3cret-for-tests"
 
 

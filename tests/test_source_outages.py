@@ -10,7 +10,7 @@ import json
 
 import pytest
 
-from conftest import add_source, files_in_store, index_docs, run_script
+from conftest import add_source, call_script, files_in_store, index_docs
 from gitrepo import GitRepo
 from webserver import DocsSite, Page
 
@@ -111,7 +111,7 @@ def test_a_git_version_is_a_ref_never_an_option(version, tmp_path, isolated_home
     origin.write({"docs/a.md": "# A\n\nAlpha page."})
     origin.commit("docs")
     version = version.format(pwned=pwned)
-    refused = run_script("add_doc_source.py", "--id", "proj", "--name", "P", "--type", "git", "--url", origin.url, "--version", version)
+    refused = call_script("add_doc_source.py", "--id", "proj", "--name", "P", "--type", "git", "--url", origin.url, "--version", version)
     assert refused.code == 2, refused  # the command line's fault
     assert '"version"' in refused.stderr
 
@@ -153,7 +153,7 @@ def test_git_user_data_that_looks_like_options_is_data(tmp_path):
 def test_git_source_fields_are_checked_when_added(field, value, message, tmp_path):
     args = {"url": "https://github.com/k0sproject/k0s.git", field: value}
     flags = [f"--{name}={given}" for name, given in args.items()]
-    result = run_script("add_doc_source.py", "--id", "k0s", "--name", "k0s", "--type", "git", *flags)
+    result = call_script("add_doc_source.py", "--id", "k0s", "--name", "k0s", "--type", "git", *flags)
     if message is None:
         assert result.code == 0, result
     else:

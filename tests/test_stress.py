@@ -7,7 +7,11 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 from conftest import PROJECT
+
+pytestmark = pytest.mark.processes  # killed index runs and many searchers
 
 
 def test_searches_survive_killed_index_runs_and_the_index_ends_equal_to_a_rebuild(tmp_path):

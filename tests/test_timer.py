@@ -94,6 +94,7 @@ def test_every_unit_setting_has_a_comment():
                 assert lines[number - 1].startswith("#"), f"{name}: no comment above {line!r}"
 
 
+@pytest.mark.processes
 def test_rendered_units_pass_systemd_analyze_verify(isolated_home, tmp_path, unit_dir):
     result = install("--unit-dir", unit_dir, "--data-dir", tmp_path / "data")
     assert result.code == 0, result
@@ -104,6 +105,7 @@ def test_rendered_units_pass_systemd_analyze_verify(isolated_home, tmp_path, uni
     assert (checked.returncode, checked.stderr) == (0, "")
 
 
+@pytest.mark.processes
 def test_paths_with_spaces_and_specifier_characters_are_escaped(isolated_home, tmp_path, unit_dir):
     """A checkout and a data folder whose names systemd would otherwise split or expand."""
     checkout = tmp_path / "my skill %z$x"
@@ -131,6 +133,7 @@ def test_paths_with_spaces_and_specifier_characters_are_escaped(isolated_home, t
 # The installer -------------------------------------------------------------
 
 
+@pytest.mark.processes
 def test_install_is_idempotent_and_lists_the_commands_without_a_user_manager(unit_dir):
     first = install("--unit-dir", unit_dir)
     assert first.code == 0, first
@@ -149,6 +152,7 @@ def test_install_is_idempotent_and_lists_the_commands_without_a_user_manager(uni
     assert sorted(path.name for path in unit_dir.iterdir()) == sorted(UNITS)  # no temporary files left
 
 
+@pytest.mark.processes
 def test_dry_run_writes_nothing_and_shows_the_units(unit_dir):
     result = install("--unit-dir", unit_dir, "--dry-run")
     assert result.code == 0, result
@@ -159,6 +163,7 @@ def test_dry_run_writes_nothing_and_shows_the_units(unit_dir):
     assert "OnCalendar=daily" in result.json["units"]["rag-index.timer"]
 
 
+@pytest.mark.processes
 def test_data_dir_and_environment_reach_the_service(tmp_path, unit_dir):
     sources = tmp_path / "sources.json"
     result = install(
@@ -175,6 +180,7 @@ def test_data_dir_and_environment_reach_the_service(tmp_path, unit_dir):
     assert not any(line.startswith("Environment=") for line in settings((unit_dir / "rag-index.timer").read_text()))
 
 
+@pytest.mark.processes
 def test_without_data_dir_the_service_has_only_the_libraries_switches(unit_dir):
     """No RAG_SEARCH_* setting; the libraries' telemetry off, as the scripts themselves set it (telemetry.FORCED)."""
     assert install("--unit-dir", unit_dir).code == 0
@@ -182,6 +188,7 @@ def test_without_data_dir_the_service_has_only_the_libraries_switches(unit_dir):
     assert environment == [f"Environment={name}={value}" for name, value in FORCED.items()]
 
 
+@pytest.mark.processes
 def test_uninstall_removes_the_files_and_can_run_twice(unit_dir):
     assert install("--unit-dir", unit_dir).code == 0
     wants = unit_dir / "timers.target.wants"
@@ -199,6 +206,7 @@ def test_uninstall_removes_the_files_and_can_run_twice(unit_dir):
     assert second.json["removed"] == [] and second.json["next_steps"] == []
 
 
+@pytest.mark.processes
 def test_default_unit_dir_follows_xdg_config_home(isolated_home, tmp_path):
     assert install("--dry-run").json["unit_dir"] == str(isolated_home / ".config" / "systemd" / "user")
     config_home = tmp_path / "config"
@@ -223,6 +231,7 @@ def fake_systemctl(tmp_path):
     return env, calls
 
 
+@pytest.mark.processes
 def test_with_a_user_manager_it_reloads_and_enables(unit_dir, fake_systemctl):
     env, calls = fake_systemctl
     result = install("--unit-dir", unit_dir, env=env)
@@ -245,6 +254,7 @@ def test_with_a_user_manager_it_reloads_and_enables(unit_dir, fake_systemctl):
     assert calls() == ["--user show-environment"]
 
 
+@pytest.mark.processes
 def test_a_failing_systemctl_is_an_error(unit_dir, fake_systemctl):
     env, _ = fake_systemctl
     result = install("--unit-dir", unit_dir, env={**env, "FAIL_ON": "enable"})
@@ -253,6 +263,7 @@ def test_a_failing_systemctl_is_an_error(unit_dir, fake_systemctl):
     assert result.json["error"]["type"] == "StoreError"
 
 
+@pytest.mark.processes
 @pytest.mark.parametrize(
     ("args", "code", "message"),
     [

@@ -10,8 +10,12 @@ import json
 import sqlite3
 from pathlib import Path
 
-from conftest import add_source, age_index, index_docs, published_folder, run_script, store_contents
+import pytest
+
+from conftest import add_source, age_index, call_script, index_docs, published_folder, store_contents
 from gitrepo import GitRepo
+
+pytestmark = pytest.mark.processes  # the index aged by another process
 
 OLD_CHUNKING = "v1/window=256/overlap=32"
 
@@ -39,7 +43,7 @@ def test_after_an_upgrade_partial_runs_keep_everything_and_complete_runs_rebuild
     journal = tmp_path / "journal"
     journal.mkdir()
     (journal / "week.md").write_text("# This week\n\nMoved the backups to the new bucket on Tuesday.\n")
-    assert run_script("index_personal.py", "--data-dir", data, state_dir, journal, env=env).code == 0
+    assert call_script("index_personal.py", "--data-dir", data, state_dir, journal, env=env).code == 0
     handbook = tmp_path / "handbook"
     handbook.mkdir()
     (handbook / "oncall.md").write_text("# On call\n\nPage the secondary after fifteen minutes without an acknowledgement.\n")
@@ -51,13 +55,13 @@ def test_after_an_upgrade_partial_runs_keep_everything_and_complete_runs_rebuild
     age_index(data, "docs", chunking=OLD_CHUNKING)
 
     (state_dir / "notes" / "argocd-setup.md").write_text("# ArgoCD\n\nSelf-heal stays off until the drift alerts are tuned.\n")
-    searched = run_script("search.py", "--data-dir", data, "why is self-heal off?", env=env)
+    searched = call_script("search.py", "--data-dir", data, "why is self-heal off?", env=env)
     assert searched.code == 0, searched
     assert searched.json["results"], "the published index still answers: model and graph are the same"
     assert "index_personal.py" in searched.json["reindex"]["personal"], searched.json
     assert "reindex" in searched.stderr
 
-    added = run_script("memory.py", "--data-dir", data, "add", "--type", "lesson_learned", "--lesson", "Pin chart versions.", env=env)
+    added = call_script("memory.py", "--data-dir", data, "add", "--type", "lesson_learned", "--lesson", "Pin chart versions.", env=env)
     assert added.code == 0, added
     assert added.json["indexed"] is False and "reindex" in added.json, added.json
 
@@ -67,16 +71,16 @@ def test_after_an_upgrade_partial_runs_keep_everything_and_complete_runs_rebuild
     third = tmp_path / "third"
     third.mkdir()
     (third / "a.md").write_text("# Third\n\nA third source.\n")
-    registered = run_script("add_doc_source.py", "--data-dir", data, "--id", "third", "--name", "Third", "--type", "local",
+    registered = call_script("add_doc_source.py", "--data-dir", data, "--id", "third", "--name", "Third", "--type", "local",
                             "--path", third, "--index")
     assert registered.code == 4, registered
-    one_root = run_script("index_personal.py", "--data-dir", data, state_dir, env=env)
+    one_root = call_script("index_personal.py", "--data-dir", data, state_dir, env=env)
     assert one_root.code == 4, one_root
 
     assert chunk_ids(data, "personal") == personal, "no partial run changed the personal index"
     assert chunk_ids(data, "docs") == docs, "no partial run changed the docs index"
 
-    rebuilt = run_script("index_personal.py", "--data-dir", data, env=env)
+    rebuilt = call_script("index_personal.py", "--data-dir", data, env=env)
     assert rebuilt.code == 0, rebuilt
     assert rebuilt.json["rebuilt"] is True
     files = {chunk["metadata"]["file"] for chunk in store_contents(data, "personal").values()}
@@ -86,7 +90,7 @@ def test_after_an_upgrade_partial_runs_keep_everything_and_complete_runs_rebuild
     sources = {chunk["metadata"]["source_id"] for chunk in store_contents(data, "docs").values()}
     assert sources == {"handbook", "cluster"}
     assert stored_chunking(data, "docs") != OLD_CHUNKING
-    fresh = run_script("search.py", "--data-dir", data, "why is self-heal off?", env=env)
+    fresh = call_script("search.py", "--data-dir", data, "why is self-heal off?", env=env)
     assert fresh.code == 0 and "reindex" not in fresh.json, fresh
     assert "drift alerts" in fresh.json["results"][0]["chunk"]
 
@@ -106,7 +110,7 @@ def test_an_index_of_schema_6_answers_without_page_vectors_until_a_complete_run_
         catalog.execute("PRAGMA user_version = 6")
     age_index(data, "docs", schema=6)
 
-    searched = run_script("search.py", "--data-dir", data, "--index", "docs", "--explain", "when do I page the secondary?")
+    searched = call_script("search.py", "--data-dir", data, "--index", "docs", "--explain", "when do I page the secondary?")
     assert searched.code == 0, searched
     assert "fifteen minutes" in searched.json["results"][0]["chunk"]
     assert "page_cosine" not in searched.json["results"][0]["explain"]
@@ -116,5 +120,5 @@ def test_an_index_of_schema_6_answers_without_page_vectors_until_a_complete_run_
     assert rebuilt.code == 0, rebuilt
     assert chunk_ids(data, "docs") == docs
     assert sum(source["embedded"] for source in rebuilt.json["sources"]) == 0, rebuilt.json
-    fresh = run_script("search.py", "--data-dir", data, "--index", "docs", "--explain", "when do I page the secondary?")
+    fresh = call_script("search.py", "--data-dir", data, "--index", "docs", "--explain", "when do I page the secondary?")
     assert "reindex" not in fresh.json and "page_cosine" in fresh.json["results"][0]["explain"], fresh.json

@@ -13,6 +13,8 @@ from rag_search.search.retrieval import SearchOptions
 from rag_search.serve import warm as warm_module
 from rag_search.serve.warm import WarmIndex
 
+pytestmark = pytest.mark.processes  # the warm core of a resident searcher
+
 
 @pytest.fixture
 def warm(state_dir, tmp_path, monkeypatch):

@@ -2,7 +2,6 @@
 
 import subprocess
 import sys
-import time
 
 import pytest
 
@@ -139,17 +138,13 @@ def test_not_http_url_fails(fetcher):
 
 
 def test_slow_server_times_out(site, fetcher):
-    started = time.monotonic()
     page = fetcher.fetch(site.url + "slow/")
     assert (page.status, page.error) == ("failed", "timed out after 1s")
-    assert time.monotonic() - started < 2
 
 
 def test_endless_page_stops_at_the_time_limit(site, fetcher):
-    started = time.monotonic()
     page = fetcher.fetch(site.url + "endless/")
     assert (page.status, page.error) == ("failed", "timed out after 1s")
-    assert time.monotonic() - started < 2
 
 
 @pytest.mark.parametrize("path", ["huge/", "huge-declared/"])  # streamed past the cap / Content-Length over it
@@ -226,10 +221,8 @@ def test_unreachable_robots_txt_disallows_everything(site, fetcher):
 
 def test_slow_robots_txt_times_out_and_disallows(site, fetcher):
     site.slow_paths.add("/robots.txt")
-    started = time.monotonic()
     page = fetcher.fetch(site.url + "install/")
     assert (page.status, page.error) == ("failed", "not fetched: robots.txt: timed out after 1s")
-    assert time.monotonic() - started < 2
 
 
 def test_unsupported_content_type_fails(site, fetcher):
@@ -311,6 +304,7 @@ def test_base_url_must_be_http(fetcher, base_url):
         fetcher.page_urls(base_url, ["install/"])
 
 
+@pytest.mark.processes
 def test_importing_the_module_does_not_import_trafilatura():
     code = "import sys; import rag_search.sources.web; print('trafilatura' in sys.modules)"
     completed = subprocess.run([sys.executable, "-c", code], cwd=SCRIPTS, capture_output=True, text=True, timeout=60)
@@ -319,11 +313,10 @@ def test_importing_the_module_does_not_import_trafilatura():
 
 @pytest.mark.parametrize("path", ["trickle-headers/", "trickle-chunked/", "endless/", "slow/"])
 def test_a_server_that_trickles_cannot_hold_a_download_past_its_time_limit(site, fetcher, path):
-    """One deadline for the whole download, enforced on the socket, not per read."""
-    started = time.monotonic()
+    """One deadline for the whole download, enforced on the socket, not per read: a byte comes every 50 ms, for a minute
+    (then the site gives up, and a fetch without that deadline ends with another outcome)."""
     page = fetcher.fetch(site.url + path)
     assert (page.status, page.error) == ("failed", "timed out after 1s")
-    assert time.monotonic() - started < 5
     assert fetcher.fetch(site.url + "install/").status == "changed", "the session still works afterwards"
 
 

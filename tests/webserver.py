@@ -15,6 +15,7 @@ Nothing here ever connects anywhere: the only socket is the listening one.
 import functools
 import hashlib
 import threading
+import time
 import zlib
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -22,6 +23,7 @@ from urllib.parse import urlsplit
 
 LAST_MODIFIED = "Wed, 15 Jan 2025 10:00:00 GMT"
 SLOW_SECONDS = 5  # longer than any test timeout
+GIVE_UP_SECONDS = 60  # the endless and trickling routes end then: a client without a deadline fails, not hangs
 HUGE_BYTES = 200_000  # larger than any test max_bytes
 
 
@@ -177,6 +179,13 @@ REDIRECTS = {
 }
 
 
+def ticks(site: "DocsSite"):
+    """Every 50 ms until the site stops, for GIVE_UP_SECONDS at most."""
+    give_up_at = time.monotonic() + GIVE_UP_SECONDS
+    while not site.stopping.wait(0.05) and time.monotonic() < give_up_at:
+        yield
+
+
 class DocsSite:
     """The site in a daemon thread; use as a context manager or call start() and stop()."""
 
@@ -293,19 +302,19 @@ class _Handler(BaseHTTPRequestHandler):
         return self.headers.get("If-Modified-Since") == page.last_modified
 
     def endless(self, site: DocsSite) -> None:
-        """200, then a byte every 50 ms until the client gives up or the site stops."""
+        """200, then a byte every 50 ms until the client gives up or the site stops (GIVE_UP_SECONDS at most)."""
         self.send_response(200)
         self.send_header("Content-Type", "text/html")
         self.end_headers()
         self.wfile.write(b"<html><body><p>")
-        while not site.stopping.wait(0.05):
+        for _ in ticks(site):
             self.wfile.write(b"x")
 
     def trickle(self, site: DocsSite, start: bytes, byte: bytes) -> None:
-        """Raw bytes: `start`, then `byte` every 50 ms until the client gives up or the site stops."""
+        """Raw bytes: `start`, then `byte` every 50 ms until the client gives up or the site stops (GIVE_UP_SECONDS at most)."""
         self.wfile.write(start)
         self.wfile.flush()
-        while not site.stopping.wait(0.05):
+        for _ in ticks(site):
             self.wfile.write(byte)
             self.wfile.flush()
 
