@@ -231,10 +231,10 @@ a      b
     "\n\n".join(" " * depth + "quote" for depth in range(3000)),  # block quotes nested past the recursion limit
     "Title\n=====\n\n" + "word " * 3000,  # a line longer than docutils reads
 ], ids=["nested", "long-line"])
-def test_a_page_docutils_cannot_read_is_plain_text_with_a_warning_naming_it(text):
+def test_a_page_docutils_cannot_read_is_plain_text_with_a_warning(text):
     parsed = rst(text, "broken.rst")
     assert [(section.path, section.text) for section in parsed.sections] == [(["broken.rst"], text)]
-    assert len(parsed.warnings) == 1 and parsed.warnings[0].startswith("broken.rst read as plain text")
+    assert len(parsed.warnings) == 1 and parsed.warnings[0].startswith("read as plain text, not as reStructuredText")
 
 
 @pytest.fixture
@@ -283,14 +283,17 @@ def test_rst_includes_take_the_budget_and_refuse_themselves(site):
     assert warnings == ["include stub(s) kept as written: loop.rst (includes itself), tiny.rst (include budget of 30 bytes used up)"]
 
 
-def test_get_reads_one_section_of_an_rst_page(tmp_path):
+def test_get_reads_one_section_of_an_rst_page_and_the_index_run_names_a_page_read_as_plain_text(tmp_path):
     notes = tmp_path / "state" / "docs"
     notes.mkdir(parents=True)
     (notes / "deploy.rst").write_text(
         "Deploying\n=========\n\nChoose a server.\n\nWith Gunicorn\n-------------\n\nRun ``gunicorn -w 4 app:app``.\n\n"
         ".. code-block:: bash\n\n   pip install gunicorn\n\nWith uWSGI\n----------\n\nUse :ref:`the uwsgi guide <uwsgi>`.\n")
+    (notes / "broken.rst").write_text("Broken\n======\n\n" + "word " * 3000)
     data = tmp_path / "data"
-    assert call_script("index_personal.py", "--data-dir", data, tmp_path / "state", cwd=tmp_path).code == 0
+    indexed = call_script("index_personal.py", "--data-dir", data, tmp_path / "state", cwd=tmp_path)
+    assert indexed.code == 0, indexed
+    assert "docs/broken.rst: read as plain text, not as reStructuredText" in indexed.stderr
     result = call_script("get.py", "--data-dir", data, "docs/deploy.rst", "--section", "with gunicorn")
     assert result.code == 0, result
     assert result.json["section"] == "Deploying > With Gunicorn"

@@ -72,7 +72,7 @@ def parse_rst(text: str, name: str) -> ParsedFile:
         document = _doctree(text, name)
         sections, first_title = _Reader(document).sections()
     except Exception as exc:  # any failure of the parser on one page (a bug, a recursion limit) leaves it plain text
-        warning = f"{name} read as plain text, not as reStructuredText: {type(exc).__name__}: {one_line(exc)}"
+        warning = f"read as plain text, not as reStructuredText: {type(exc).__name__}: {one_line(exc)}"  # logged after the file
         return ParsedFile([Section([name], text)], {"title": name}, [warning])
     title = first_title or PurePosixPath(name).stem
     for section in sections:
