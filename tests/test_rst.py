@@ -120,9 +120,10 @@ def test_a_code_sample_holding_a_fence_gets_a_longer_one():
 
 def test_roles_are_read_as_their_text():
     text = ("Title\n=====\n\nSee :ref:`the fixture guide <fixtures>`, :func:`pytest.fixture`, :class:`~flask.app.Flask`, "
-            ":py:meth:`Session.get`, :doc:`/how-to/usage`, :pep:`8`, ``literal`` and *emphasis* and `a link <https://x.org>`_.\n")
+            ":class:`.Blueprint`, :py:meth:`Session.get`, :doc:`/how-to/usage`, :pep:`8`, ``literal`` and *emphasis* and "
+            "`a link <https://x.org>`_.\n")
     assert rst(text).sections[0].text == (
-        "See the fixture guide, pytest.fixture, Flask, Session.get, /how-to/usage, PEP 8, `literal` and emphasis and a link.")
+        "See the fixture guide, pytest.fixture, Flask, Blueprint, Session.get, /how-to/usage, PEP 8, `literal` and emphasis and a link.")
 
 
 def test_toctrees_substitution_definitions_comments_targets_and_index_entries_are_not_text():
@@ -208,6 +209,8 @@ Title
 * first
 * second with ``code``
 
+  - nested
+
 #. one
 #. two
 
@@ -223,7 +226,7 @@ a      b
 =====  =====
 """
     assert rst(text).sections[0].text == (
-        "- first\n- second with `code`\n\n1. one\n2. two\n\n--verbose, -v: Say more.\n\n"
+        "- first\n- second with `code`\n  - nested\n\n1. one\n2. two\n\n--verbose, -v: Say more.\n\n"
         "param name: the name\nreturns: nothing\n\na | b\n1 | 2")
 
 

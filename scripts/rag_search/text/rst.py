@@ -113,11 +113,12 @@ def _roles_as_text() -> states.Inliner:
 
 
 def role_text(text: str) -> str:
-    """What Sphinx shows of a role: the title of `Title <target>`, the last part of `~a.b.c`, the rest as written."""
+    """What Sphinx shows of a role: the title of `Title <target>`, the last part of `~a.b.c`, `.Flask` without its dot
+    (a lookup from the current module), the rest as written."""
     explicit = _EXPLICIT_TITLE.match(text)
     if explicit:
         return unescape(explicit.group(1))
-    shown = text.removeprefix("!")
+    shown = text.removeprefix("!").lstrip(".")
     if shown.startswith("~"):
         shown = shown[1:].rsplit(".", 1)[-1]
     return unescape(shown)
@@ -205,9 +206,17 @@ class _Reader:
         return f"`{text}`" if code_marks and isinstance(node, nodes.literal) and text else text
 
     def list_text(self, node: nodes.Element) -> str:
+        """`- item` (or `1. item`) lines; what else an item holds (a nested list, a paragraph) is indented under it, but
+        for code, which stays where a fence is read as one."""
         first = node.get("start", 1)
         numbered = isinstance(node, nodes.enumerated_list)
-        return "\n".join((f"{first + n}. " if numbered else "- ") + self.joined(item) for n, item in enumerate(node.children))
+        items = []
+        for number, item in enumerate(node.children, start=first):
+            blocks = [block for block in self.blocks(item) if block.strip()] or [""]
+            lead = "\n" if "`" * 3 in blocks[0] else ""
+            rest = [block if "`" * 3 in block else textwrap.indent(block, "  ") for block in blocks[1:]]
+            items.append("\n".join([(f"{number}. " if numbered else "- ") + lead + blocks[0], *rest]))
+        return "\n".join(items)
 
     def definition(self, item: nodes.Node) -> str:
         """A definition list's item: its term (and classifiers) on a line, its definition below."""
