@@ -187,6 +187,12 @@ Title
    :an-option: value
 
    Its content, with a role :user:`someone`.
+
+.. tab:: Python
+
+   .. code-block:: python
+
+      x = 1
 """
     assert rst(text).sections[0].text == "\n\n".join([
         "Added in version 8.0: The `--strict` flag.",
@@ -198,6 +204,7 @@ Title
         "See also: Other page",
         "Only on the web.",
         "its argument\nIts content, with a role someone.",
+        "Python\n```python\nx = 1\n```",
     ])
 
 
