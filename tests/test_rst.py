@@ -325,3 +325,12 @@ def test_the_sphinx_trees_read_with_headings_and_no_markup_left_in_prose():
     assert quickstart.metadata["title"] == "Quickstart"
     routing = next(section for section in quickstart.sections if section.path == ["Quickstart", "Routing"])
     assert "@app.route('/')" in routing.text and "```" in routing.text
+
+
+def test_substitutions_add_at_most_the_pages_length_however_often_a_long_one_is_used():
+    """A page of 1,000 references to a definition of 10,000 characters would grow to 10 MB."""
+    definition = "\n   ".join(["word " * 20] * 100)
+    text = f".. |long| replace:: {definition}\n\nTitle\n=====\n\n" + "|long|\n" * 1000
+    parsed = rst(text)
+    assert parsed.warnings == []
+    assert len(parsed.sections[0].text) <= 2 * len(text) and parsed.sections[0].text.count("word") >= 2000

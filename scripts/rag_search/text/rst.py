@@ -15,6 +15,7 @@ import copy
 import functools
 import re
 import textwrap
+from collections.abc import Callable
 from pathlib import PurePosixPath
 
 from docutils import nodes
@@ -70,7 +71,7 @@ def parse_rst(text: str, name: str) -> ParsedFile:
         if any(len(line) > LINE_LIMIT for line in text.splitlines()):
             raise ValueError(f"a line is longer than {LINE_LIMIT} characters")
         document = _doctree(text, name)
-        sections, first_title = _Reader(document).sections()
+        sections, first_title = _Reader(document, substitutions=_Substitutions(room=len(text))).sections()
     except Exception as exc:  # any failure of the parser on one page (a bug, a recursion limit) leaves it plain text
         warning = f"read as plain text, not as reStructuredText: {type(exc).__name__}: {one_line(exc)}"  # logged after the file
         return ParsedFile([Section([name], text)], {"title": name}, [warning])
@@ -135,10 +136,11 @@ def fenced(code: str, language: str = "") -> str:
 class _Reader:
     """A doctree's text, block by block; a directive docutils does not know is read from its source (a fragment)."""
 
-    def __init__(self, document: nodes.document, depth: int = 0, substitutions: dict | None = None):
+    def __init__(self, document: nodes.document, depth: int = 0, substitutions: "_Substitutions | None" = None):
         self.document = document
         self.depth = depth
-        self.substitutions = {**(substitutions or {}), **document.substitution_defs}
+        self.substitutions = substitutions or _Substitutions()
+        self.substitutions.definitions.update(document.substitution_defs)
 
     def sections(self) -> tuple[list[Section], str | None]:
         """(a Section per title with the text under it, the page's first title)."""
@@ -200,9 +202,9 @@ class _Reader:
         if isinstance(node, _SKIPPED_INLINE):
             return ""
         if isinstance(node, nodes.substitution_reference) and not in_substitution:
-            definition = self.substitutions.get(node.get("refname", ""))
-            if definition is not None:
-                return self._inline_parts(definition, code_marks, in_substitution=True)
+            text = self.substitutions.expand(node.get("refname", ""), lambda found: self._inline_parts(found, code_marks, True))
+            if text is not None:
+                return text
         text = "".join(self._inline_parts(child, code_marks, in_substitution) for child in node.children)
         return f"`{text}`" if code_marks and isinstance(node, nodes.literal) and text else text
 
@@ -287,6 +289,28 @@ class _Reader:
         if isinstance(node, nodes.section):
             return [self.title(node), *(block for child in node.children[1:] for block in self.fragment_blocks(child))]
         return self.blocks(node)
+
+
+class _Substitutions:
+    """A page's substitution definitions and their texts, which its references add up to `room` characters of (the
+    page's length): a page of references to one long definition would grow by their product."""
+
+    def __init__(self, room: int = 0):
+        self.definitions: dict[str, nodes.Node] = {}
+        self.texts: dict[str, str] = {}
+        self.room = room
+
+    def expand(self, name: str, render: Callable[[nodes.Node], str]) -> str | None:
+        """The text of the definition of `name` (rendered once) while there is room for it, else None."""
+        if name not in self.definitions:
+            return None
+        if name not in self.texts:
+            self.texts[name] = render(self.definitions[name])
+        text = self.texts[name]
+        if len(text) > self.room:
+            return None
+        self.room -= len(text)
+        return text
 
 
 def shown_in_html(expression: str) -> bool:
