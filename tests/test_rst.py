@@ -1,6 +1,7 @@
 """reStructuredText read by docutils into sections (rst.py), its includes resolved by the loader (includes.py)."""
 
 import re
+import time
 from pathlib import Path
 
 import pytest
@@ -238,7 +239,7 @@ a      b
 
 
 @pytest.mark.parametrize("text", [
-    "\n\n".join(" " * depth + "quote" for depth in range(3000)),  # block quotes nested past the recursion limit
+    "\n\n".join(" " * depth + "quote" for depth in range(600)),  # block quotes nested past the recursion limit
     "Title\n=====\n\n" + "word " * 3000,  # a line longer than docutils reads
 ], ids=["nested", "long-line"])
 def test_a_page_docutils_cannot_read_is_plain_text_with_a_warning(text):
@@ -334,3 +335,21 @@ def test_substitutions_add_at_most_the_pages_length_however_often_a_long_one_is_
     parsed = rst(text)
     assert parsed.warnings == []
     assert len(parsed.sections[0].text) <= 2 * len(text) and parsed.sections[0].text.count("word") >= 2000
+
+
+def test_runs_of_spaces_inside_a_paragraph_take_linear_time():
+    """A paragraph of 300 lines each padded with 9,000 spaces took 12 s: a regex that joined its lines backtracked."""
+    text = ("a" + " " * 9000 + "b\n") * 300
+    started = time.monotonic()
+    section = rst(text).sections[0]
+    assert time.monotonic() - started < 5
+    assert section.text == " ".join(["a" + " " * 9000 + "b"] * 300)
+
+
+def test_an_include_line_padded_with_spaces_is_read_in_linear_time(site):
+    """20 include lines each with 9,000 spaces inside took 20 s: the pattern that found the path backtracked."""
+    text = (".. include:: _part" + " " * 9000 + "x.rst\n") * 20
+    started = time.monotonic()
+    expanded, warnings, _ = expand_page("rst", text, site / "page.rst", site, MAX)
+    assert time.monotonic() - started < 5
+    assert expanded == text and len(warnings) == 1

@@ -158,16 +158,18 @@ def _find(target: str, page: Path, root: Path, max_bytes: int, stack: tuple[Path
             break
         folder = folder.parent
     for candidate in candidates:
-        try:
+        try:  # a name too long for the file system raises from is_file() too
             resolved = candidate.resolve()
+            if not (resolved.is_file() and resolved.is_relative_to(root)):
+                continue
+            size = resolved.stat().st_size
         except (OSError, RuntimeError):
             continue
-        if resolved.is_file() and resolved.is_relative_to(root):
-            if resolved in stack:
-                return None, "includes itself"
-            if resolved.stat().st_size > max_bytes:
-                return None, "too large (max_file_bytes)"
-            return resolved, None
+        if resolved in stack:
+            return None, "includes itself"
+        if size > max_bytes:
+            return None, "too large (max_file_bytes)"
+        return resolved, None
     return None, "not found inside the source"
 
 
@@ -187,8 +189,8 @@ def expand_page(kind: str, text: str, page: Path, root: Path, max_bytes: int) ->
 # reStructuredText: `.. include:: path` (`:literal:` or `:code: lang` for code) and Sphinx's `.. literalinclude:: path`
 # (`:language: lang`), each with the option lines under it. A path starting with `/` is from the source's root, as
 # Sphinx reads it from its source folder; `<isonum.txt>` (docutils' own files) is left to the parser, which drops it.
-_RST_INCLUDE = re.compile(r"^([ \t]*)\.\.[ \t]+(include|literalinclude)::[ \t]*([^<\s][^\n]*?)[ \t]*((?:\n\1[ \t]+:[\w-]+:[^\n]*)*)$",
-                          re.MULTILINE)
+_RST_INCLUDE = re.compile(r"^([ \t]*)\.\.[ \t]+(include|literalinclude)::[ \t]*([^<\s](?:[^\n]*\S)?)[^\S\n]*"
+                          r"((?:\n\1[ \t]+:[\w-]+:[^\n]*)*)$", re.MULTILINE)  # the path ends at its last non-space, found once
 _RST_OPTION = re.compile(r":([\w-]+):[ \t]*([^\n]*)")
 _LINE_RANGE = re.compile(r"(?P<first>\d*)(-?)(?P<last>\d*)")  # 5, 5-10, 20-, -3
 

@@ -56,7 +56,6 @@ TEXT_OPTIONS = ("caption", "type", "default")
 _DIRECTIVE = re.compile(r"\.\.[ \t]+([\w:.+-]+?)[ \t]*::(?:[ \t]+(.*))?$")
 _OPTION = re.compile(r"^:([\w-]+):(?:[ \t]+(.*))?$")
 _EXPLICIT_TITLE = re.compile(r"^(.+?)\s*(?<!\x00)<([^<]*?)>$", re.DOTALL)  # `Title <target>`, as Sphinx reads it
-_SOFT_BREAK = re.compile(r"[ \t]*\n[ \t]*")
 _BACKTICKS = re.compile(r"`{3,}")
 _WORD = re.compile(r"\w")
 # Nodes that are no text of the page: among blocks, and inside a paragraph.
@@ -194,7 +193,7 @@ class _Reader:
 
     def inline(self, node: nodes.Node, code_marks: bool = True) -> str:
         """A paragraph's text on one line: markup gone, ``literals`` in backticks (unless `code_marks` is off)."""
-        return _SOFT_BREAK.sub(" ", self._inline_parts(node, code_marks)).strip()
+        return " ".join(line.strip() for line in self._inline_parts(node, code_marks).split("\n")).strip()
 
     def _inline_parts(self, node: nodes.Node, code_marks: bool, in_substitution: bool = False) -> str:
         if isinstance(node, nodes.Text):
