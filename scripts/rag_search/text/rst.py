@@ -55,7 +55,6 @@ TEXT_OPTIONS = ("caption", "type", "default")
 
 _DIRECTIVE = re.compile(r"\.\.[ \t]+([\w:.+-]+?)[ \t]*::(?:[ \t]+(.*))?$")
 _OPTION = re.compile(r"^:([\w-]+):(?:[ \t]+(.*))?$")
-_EXPLICIT_TITLE = re.compile(r"^(.+?)\s*(?<!\x00)<([^<]*?)>$", re.DOTALL)  # `Title <target>`, as Sphinx reads it
 _BACKTICKS = re.compile(r"`{3,}")
 _WORD = re.compile(r"\w")
 # Nodes that are no text of the page: among blocks, and inside a paragraph.
@@ -116,9 +115,9 @@ def _roles_as_text() -> states.Inliner:
 def role_text(text: str) -> str:
     """What Sphinx shows of a role: the title of `Title <target>`, the last part of `~a.b.c`, `.Flask` without its dot
     (a lookup from the current module), the rest as written."""
-    explicit = _EXPLICIT_TITLE.match(text)
-    if explicit:
-        return unescape(explicit.group(1))
+    opening = text.rfind("<")  # `Title <target>`, as Sphinx reads it: the last `<`, not escaped, and a title before it
+    if text.endswith(">") and opening > 0 and text[opening - 1] != "\x00" and text[:opening].strip():
+        return unescape(text[:opening].rstrip())
     shown = text.removeprefix("!").lstrip(".")
     if shown.startswith("~"):
         shown = shown[1:].rsplit(".", 1)[-1]
