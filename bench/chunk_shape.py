@@ -12,12 +12,15 @@ redaction step is left out: it replaces values, not structure), and reported:
 - mid-sentence: the share that starts with a lower-case letter or a `,;:)`;
 - markup: the share with site syntax left in (reStructuredText directives, roles, targets
   and title underlines; MkDocs anchors and includes; Hugo shortcodes; Docusaurus
-  admonitions; MDX imports and JSX tags), with the count of each;
+  admonitions; MDX imports and JSX tags), with the count of each; and "in prose", the share
+  with such syntax outside code fences (a code sample may show `.. note::` or `::` rightly);
 - largest: the five largest pages' share of the set's chunks, and history: the share of
   pages about releases (changelog, release notes, history, announcements, news);
-- parse+chunk time and chunks per second (no model runs here).
+- parse+chunk time and chunks per second; with --model-chunks N, the model's chunks per
+  second on the set's first N chunks too (the ONNX graph an index uses), to set the parser's
+  time beside the model's for the same chunks.
 
-    .venv/bin/python bench/chunk_shape.py [--sets flask requests ...] [--json out.json]
+    .venv/bin/python bench/chunk_shape.py [--sets flask requests ...] [--model-chunks 500] [--json out.json]
 """
 
 import argparse
@@ -68,29 +71,54 @@ def doc_sets(names: list[str] | None) -> dict[str, tuple[Path, str]]:
     return {name: found[name] for name in (names or found)}
 
 
-def shape(folder: Path, glob: str, chunker: Chunker) -> dict:
+def shape(folder: Path, glob: str, chunker: Chunker) -> tuple[dict, list]:
+    """The set's figures, and its chunks."""
     walk = walk_root(folder, [], glob_spec(glob))
     listing = folder_listing(walk, "shape", MAX_BYTES, quiet=True)
     chunks_of: dict[str, list] = {}
+    prose: list[str] = []
     headed_pages: set[str] = set()
     seconds = 0.0
     for listed in listing.documents:
         document = listed.load(None)
         started = time.perf_counter()
         parsed = parsing.parse(document.kind, document.text, PurePosixPath(document.file).name)
-        chunks_of[document.file] = chunker.chunk(parsed.sections)
+        pieces = [(section, chunker.chunk([section])) for section in parsed.sections]  # what chunk() does, by section
         seconds += time.perf_counter() - started
+        chunks_of[document.file] = [chunk for _, chunks in pieces for chunk in chunks]
+        prose.extend(text for section, chunks in pieces for text in _prose(section.text, chunks))
         if HEADING_LINE.search(CODE_FENCE.sub("", document.text)):
             headed_pages.add(document.file)
-    return _report(chunks_of, headed_pages, seconds)
+    return _report(chunks_of, prose, headed_pages, seconds), [chunk for chunks in chunks_of.values() for chunk in chunks]
 
 
-def _report(chunks_of: dict[str, list], headed_pages: set[str], seconds: float) -> dict:
+def _prose(section: str, chunks: list) -> list[str]:
+    """Each chunk's text outside the code fences of its section (a chunk may start or end inside one)."""
+    section = section.strip()
+    fences = [match.span() for match in CODE_FENCE.finditer(section)]
+    texts, at = [], 0
+    for chunk in chunks:
+        start = section.find(chunk.text, at)
+        if start < 0:  # not the section's text verbatim: less its own fences
+            texts.append(CODE_FENCE.sub("", chunk.text))
+            continue
+        at, end, kept = start + 1, start + len(chunk.text), []
+        for fence_start, fence_end in fences:
+            if fence_start < end and fence_end > start:
+                kept.append(section[start:fence_start])
+                start = fence_end
+        texts.append("".join(kept) + section[start:end])
+    return texts
+
+
+def _report(chunks_of: dict[str, list], prose: list[str], headed_pages: set[str], seconds: float) -> dict:
     every = [(file, chunk) for file, chunks in chunks_of.items() for chunk in chunks]
     in_headed = [(file, chunk) for file, chunk in every if file in headed_pages]
     headed = sum(chunk.heading not in ("", PurePosixPath(file).name) for file, chunk in in_headed)
     markup = Counter(name for _, chunk in every for name, pattern in MARKUP.items() if pattern.search(chunk.text))
     with_markup = sum(any(pattern.search(chunk.text) for pattern in MARKUP.values()) for _, chunk in every)
+    in_prose = Counter(name for text in prose for name, pattern in MARKUP.items() if pattern.search(text))
+    with_markup_in_prose = sum(any(pattern.search(text) for pattern in MARKUP.values()) for text in prose)
     sizes = sorted((len(chunks) for chunks in chunks_of.values()), reverse=True)
     history = sum(len(chunks) for file, chunks in chunks_of.items() if HISTORY.search(file))
     total = max(1, len(every))
@@ -99,23 +127,48 @@ def _report(chunks_of: dict[str, list], headed_pages: set[str], seconds: float) 
         "headed": round(headed / max(1, len(in_headed)), 3),
         "mid_sentence": round(sum(bool(MID_SENTENCE.match(chunk.text)) for _, chunk in every) / total, 3),
         "markup": round(with_markup / total, 3), "markup_kinds": dict(markup.most_common()),
+        "markup_in_prose": round(with_markup_in_prose / total, 3), "markup_in_prose_kinds": dict(in_prose.most_common()),
         "largest_5": round(sum(sizes[:5]) / total, 3), "history": round(history / total, 3),
         "seconds": round(seconds, 2), "chunks_per_second": round(len(every) / max(seconds, 1e-9)),
     }
 
 
+def model_speed(chunks: list, embedding: str) -> float:
+    """The model's chunks per second on these chunks, as an index run embeds them (the ONNX graph, in batches)."""
+    import tempfile
+
+    from rag_search.model.embedding import OnnxEmbedder
+    from rag_search.model.onnx_export import ensure_export
+
+    with tempfile.TemporaryDirectory() as data_dir:
+        embedder = OnnxEmbedder(ensure_export(Path(data_dir), find_model()), embedding)
+        embedder.embed([chunk.embed_text for chunk in chunks[:16]])  # the first call sets the session up
+        started = time.perf_counter()
+        embedder.embed([chunk.embed_text for chunk in chunks])
+        return len(chunks) / (time.perf_counter() - started)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sets", nargs="*", help="doc sets by name (default: all 17)")
+    parser.add_argument("--model-chunks", type=int, default=0, metavar="N",
+                        help="also time the model on each set's first N chunks (0: no model)")
+    parser.add_argument("--embedding", choices=["int8", "float"], default="int8", help="the graph --model-chunks runs")
     parser.add_argument("--json", type=Path, help="also write the figures as JSON here")
     args = parser.parse_args()
     chunker = Chunker(TokenCounter(find_model()))
-    figures = {name: shape(folder, glob, chunker) for name, (folder, glob) in doc_sets(args.sets).items()}
-    print("| set | pages | chunks | headed | mid-sentence | markup | largest 5 | history | chunks/s |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    figures = {}
+    for name, (folder, glob) in doc_sets(args.sets).items():
+        figures[name], chunks = shape(folder, glob, chunker)
+        if args.model_chunks:
+            figures[name]["model_chunks_per_second"] = round(model_speed(chunks[: args.model_chunks], args.embedding))
+    print("| set | pages | chunks | headed | mid-sentence | markup | in prose | largest 5 | history | parse+chunk s | chunks/s "
+          "| model chunks/s |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for name, row in figures.items():
         print(f"| {name} | {row['pages']} | {row['chunks']} | {row['headed']:.1%} | {row['mid_sentence']:.1%} | {row['markup']:.1%} "
-              f"| {row['largest_5']:.1%} | {row['history']:.1%} | {row['chunks_per_second']} |")
+              f"| {row['markup_in_prose']:.1%} | {row['largest_5']:.1%} | {row['history']:.1%} | {row['seconds']} "
+              f"| {row['chunks_per_second']} | {row.get('model_chunks_per_second', '')} |")
     if args.json:
         args.json.write_text(json.dumps(figures, indent=1) + "\n")
 

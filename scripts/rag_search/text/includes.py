@@ -5,7 +5,8 @@ holds only the stub line. The forms understood: MkDocs markdown-include
 `{!path!}`, pymdownx snippets `--8<-- "path"` (a line, or a block of paths
 between two `--8<--` lines), mkdocs-include-markdown `{% include-markdown "path" %}`
 and Jinja's `{% include "path" %}`, Hugo's `{{< readfile file="path" >}}`, and
-Docusaurus MDX imports (`import Part from './_part.mdx'` shown as `<Part />`).
+Docusaurus MDX imports (`import Part from './_part.mdx'` shown as `<Part />`); in reStructuredText,
+`.. include::` and Sphinx's `.. literalinclude::` (resolve_rst_includes).
 
 A stub is replaced when its file lies inside the root (the source's folder):
 relative to the page, else to one of the page's parent folders up to the root,
@@ -58,26 +59,14 @@ def resolve_includes(text: str, page: Path, root: Path, max_bytes: int) -> Expan
 def _expand(text: str, page: Path, root: Path, max_bytes: int, expansion: Expansion, stack: tuple[Path, ...], width: int) -> str:
     """`text` with its stubs replaced; `width` is the indent the enclosing includes will add to each of its lines."""
     def fits(target: str, body: str, indent: str = "") -> bool:
-        """Counts what one more copy of `body` adds to the page, or reports the stub if the budget cannot take it."""
-        size = len(body.encode()) + (width + len(indent)) * sum(1 for line in body.splitlines() if line)
-        if expansion.included_bytes + size > max_bytes:
-            expansion.unresolved.append(f"{target} (include budget of {max_bytes} bytes used up)")
-            return False
-        expansion.included_bytes += size
-        return True
+        return _fits(expansion, target, body, width + len(indent), max_bytes)
 
     def include(target: str, indent: str = "") -> str | None:
         """The included text (indented like the stub), or None to keep the stub."""
-        found, problem = _find(target, page, root, max_bytes, stack)
-        body = ""
-        if found is not None:
-            try:
-                body = split_front_matter(found.read_text(encoding="utf-8-sig", errors="replace"))[1].strip("\n")
-            except OSError as exc:
-                problem = f"unreadable: {exc.strerror}"
-        if problem or found is None:
-            expansion.unresolved.append(f"{target} ({problem})")
+        read = _read(target, page, root, max_bytes, stack, expansion)
+        if read is None:
             return None
+        found, body = read[0], split_front_matter(read[1])[1].strip("\n")
         if not fits(target, body, indent):
             return None
         expansion.included += 1
@@ -128,6 +117,29 @@ def _mdx_imports(text: str, include: Callable[[str], str | None], fits: Callable
     return text
 
 
+def _fits(expansion: Expansion, target: str, body: str, indent: int, max_bytes: int) -> bool:
+    """Counts what one more copy of `body` (its lines indented by `indent`) adds to the page, or reports the stub if
+    the budget cannot take it."""
+    size = len(body.encode()) + indent * sum(1 for line in body.splitlines() if line)
+    if expansion.included_bytes + size > max_bytes:
+        expansion.unresolved.append(f"{target} (include budget of {max_bytes} bytes used up)")
+        return False
+    expansion.included_bytes += size
+    return True
+
+
+def _read(target: str, page: Path, root: Path, max_bytes: int, stack: tuple[Path, ...], expansion: Expansion) -> tuple[Path, str] | None:
+    """(the file a stub names, its text), or None with the stub reported."""
+    found, problem = _find(target, page, root, max_bytes, stack)
+    if found is not None:
+        try:
+            return found, found.read_text(encoding="utf-8-sig", errors="replace")
+        except OSError as exc:
+            problem = f"unreadable: {exc.strerror}"
+    expansion.unresolved.append(f"{target} ({problem})")
+    return None
+
+
 def _find(target: str, page: Path, root: Path, max_bytes: int, stack: tuple[Path, ...]) -> tuple[Path | None, str | None]:
     """The file a stub names, searched from the page's folder up to the root; or the reason there is none."""
     name = target.split(":", 1)[0] if ":" in target and not target.startswith(("http:", "https:")) else target
@@ -146,26 +158,94 @@ def _find(target: str, page: Path, root: Path, max_bytes: int, stack: tuple[Path
             break
         folder = folder.parent
     for candidate in candidates:
-        try:
+        try:  # a name too long for the file system raises from is_file() too
             resolved = candidate.resolve()
+            if not (resolved.is_file() and resolved.is_relative_to(root)):
+                continue
+            size = resolved.stat().st_size
         except (OSError, RuntimeError):
             continue
-        if resolved.is_file() and resolved.is_relative_to(root):
-            if resolved in stack:
-                return None, "includes itself"
-            if resolved.stat().st_size > max_bytes:
-                return None, "too large (max_file_bytes)"
-            return resolved, None
+        if resolved in stack:
+            return None, "includes itself"
+        if size > max_bytes:
+            return None, "too large (max_file_bytes)"
+        return resolved, None
     return None, "not found inside the source"
 
 
 def expand_page(kind: str, text: str, page: Path, root: Path, max_bytes: int) -> tuple[str, list[str], list[Path]]:
-    """A loader's step: a markdown page with its includes in place, a warning naming the stubs kept as written,
-    and the files included (a change to one changes the page)."""
-    if kind != "markdown":
+    """A loader's step: a markdown or reStructuredText page with its includes in place, a warning naming the stubs kept
+    as written, and the files included (a change to one changes the page)."""
+    resolve = {"markdown": resolve_includes, "rst": resolve_rst_includes}.get(kind)
+    if resolve is None:
         return text, [], []
-    expansion = resolve_includes(text, page, root, max_bytes)
+    expansion = resolve(text, page, root, max_bytes)
     if not expansion.unresolved:
         return expansion.text, [], expansion.files
     shown = ", ".join(expansion.unresolved[:5]) + (f" and {len(expansion.unresolved) - 5} more" if len(expansion.unresolved) > 5 else "")
     return expansion.text, [f"include stub(s) kept as written: {shown}"], expansion.files
+
+
+# reStructuredText: `.. include:: path` (`:literal:` or `:code: lang` for code) and Sphinx's `.. literalinclude:: path`
+# (`:language: lang`), each with the option lines under it. A path starting with `/` is from the source's root, as
+# Sphinx reads it from its source folder; `<isonum.txt>` (docutils' own files) is left to the parser, which drops it.
+_RST_INCLUDE = re.compile(r"^([ \t]*)\.\.[ \t]+(include|literalinclude)::[ \t]*([^<\s](?:[^\n]*\S)?)[^\S\n]*"
+                          r"((?:\n\1[ \t]+:[\w-]+:[^\n]*)*)$", re.MULTILINE)  # the path ends at its last non-space, found once
+_RST_OPTION = re.compile(r":([\w-]+):[ \t]*([^\n]*)")
+_LINE_RANGE = re.compile(r"(?P<first>\d*)(-?)(?P<last>\d*)")  # 5, 5-10, 20-, -3
+
+
+def resolve_rst_includes(text: str, page: Path, root: Path, max_bytes: int) -> Expansion:
+    """resolve_includes for reStructuredText: an included page in place of its directive (its own includes resolved
+    from its folder), an included file of code as a code block of its language; the same root, budget and refusals."""
+    expansion = Expansion(text)
+    page = page.resolve()
+    expansion.text = _expand_rst(text, page, root.resolve(), max_bytes, expansion, (page,), 0)
+    return expansion
+
+
+def _expand_rst(text: str, page: Path, root: Path, max_bytes: int, expansion: Expansion, stack: tuple[Path, ...], width: int) -> str:
+    def one(match: re.Match) -> str:
+        indent, directive, target = match.group(1), match.group(2), match.group(3)
+        options = dict(_RST_OPTION.findall(match.group(4)))
+        read = _read(target, page, root, max_bytes, stack, expansion)
+        if read is None:
+            return match.group(0)
+        found, body = read[0], _selected_lines(read[1], options)
+        literal = directive == "literalinclude" or "literal" in options or "code" in options
+        if literal:
+            language = options.get("language") or options.get("code") or found.suffix.lstrip(".")
+            body = f".. code-block:: {language}\n\n" + "\n".join("   " + line if line.strip() else "" for line in body.splitlines())
+        if not _fits(expansion, target, body, width + len(indent), max_bytes):
+            return match.group(0)
+        expansion.included += 1
+        if found not in expansion.files:
+            expansion.files.append(found)
+        if not literal:
+            body = _expand_rst(body, found, root, max_bytes, expansion, (*stack, found), width + len(indent))
+        return "\n".join(indent + line if line else line for line in body.splitlines())
+
+    return _RST_INCLUDE.sub(one, text)
+
+
+def _selected_lines(text: str, options: dict[str, str]) -> str:
+    """The lines of an included file that its options choose, as Sphinx's literalinclude reads them: `:lines: 1,3,5-10,20-`,
+    then from the first line holding `:start-after:` (or `:start-at:`) to the next holding `:end-before:` (`:end-at:`).
+    An option that does not read so, or a marker not found, chooses all the lines."""
+    lines = text.splitlines()
+    if "lines" in options:
+        chosen: list[str] = []
+        for part in options["lines"].split(","):
+            numbers = _LINE_RANGE.fullmatch(part.strip())
+            if numbers is None or not (numbers["first"] or numbers["last"]):
+                return text
+            first, dash, last = numbers.groups()
+            chosen.extend(lines[int(first or 1) - 1 : int(last) if last else len(lines) if dash else int(first)])
+        lines = chosen
+    for key, skip in (("start-after", 1), ("start-at", 0)):
+        start = next((number for number, line in enumerate(lines) if options.get(key) and options[key] in line), None)
+        lines = lines if start is None else lines[start + skip :]
+    for key, keep in (("end-before", 0), ("end-at", 1)):
+        end = next((number for number, line in enumerate(lines) if options.get(key) and options[key] in line), None)
+        lines = lines if end is None else lines[: end + keep]
+    return "\n".join(lines)

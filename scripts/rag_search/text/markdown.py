@@ -13,7 +13,7 @@ from pathlib import PurePosixPath
 
 from ..core import dates
 from ..core.errors import one_line
-from .sections import MAX_FIELD_CHARS, MAX_RENDER_DEPTH, ParsedFile, Section, tags_of
+from .sections import MAX_FIELD_CHARS, MAX_RENDER_DEPTH, ParsedFile, Section, tags_of, with_title
 
 _ATX = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$")
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
@@ -42,7 +42,7 @@ def parse_markdown(text: str, name: str) -> ParsedFile:
     if isinstance(description, str) and description.strip() and not (sections and sections[0].text.startswith(description.strip())):
         sections.insert(0, Section([title], description.strip()))  # the page's own summary: a strong, short signal
     for section in sections:
-        section.path = _with_title(title, section.path)
+        section.path = with_title(title, section.path)
     return ParsedFile(sections, metadata, warnings)
 
 
@@ -296,13 +296,5 @@ def _front_matter_metadata(front: dict) -> dict:
     if tags:
         metadata["tags"] = tags
     return metadata
-
-
-def _with_title(title: str, path: list[str]) -> list[str]:
-    """Prefix the title unless the path already starts with it (an H1 equal to the title)."""
-    path = [part for part in path if part]
-    if path and path[0].casefold() == title.casefold():
-        return path
-    return [title, *path]
 
 
