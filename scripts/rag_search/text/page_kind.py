@@ -12,10 +12,12 @@ blog posts are known by their path alone; every other page is a guide.
 
 import re
 from pathlib import PurePosixPath
+from typing import Literal, get_args
 
 from .sections import ParsedFile
 
-KINDS = ("guide", "reference", "changelog", "blog")
+PageKind = Literal["guide", "reference", "changelog", "blog"]
+KINDS: tuple[str, ...] = get_args(PageKind)
 
 # Folders and page names (lower case, without suffix) that hold release history.
 _HISTORY_NAMES = re.compile(
@@ -41,7 +43,7 @@ _ADORNMENT = re.compile(r"^([=\-~^*#+\"'`:.])\1{2,}[ \t]*$")
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 
 
-def page_kind(path: str, parsed: ParsedFile | None = None, text: str = "") -> str:
+def page_kind(path: str, parsed: ParsedFile | None = None, text: str = "") -> PageKind:
     """The kind of the documentation page at `path` (as results show it), given its parsed sections and raw text:
     release history by its path or its shape, else a blog post or a reference page by its path, else a guide."""
     parts = [part.lower() for part in PurePosixPath(path).parts]
