@@ -44,8 +44,9 @@ _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 
 
 def page_kind(path: str, parsed: ParsedFile | None = None, text: str = "") -> PageKind:
-    """The kind of the documentation page at `path` (as results show it), given its parsed sections and raw text:
-    release history by its path or its shape, else a blog post or a reference page by its path, else a guide."""
+    """The kind of the documentation page at `path` (within its source: the source id is no folder of the page), given
+    its parsed sections and raw text: release history by its path or its shape, else a blog post or a reference page by
+    its path, else a guide."""
     parts = [part.lower() for part in PurePosixPath(path).parts]
     if not parts:
         return "guide"
