@@ -15,7 +15,8 @@ redaction step is left out: it replaces values, not structure), and reported:
   admonitions; MDX imports and JSX tags), with the count of each; and "in prose", the share
   with such syntax outside code fences (a code sample may show `.. note::` or `::` rightly);
 - largest: the five largest pages' share of the set's chunks, and history: the share of
-  pages about releases (changelog, release notes, history, announcements, news);
+  chunks of release history (the product's page kind "changelog": changelogs, release
+  notes, announcements, upgrade notes, by path or by a run of version headings);
 - parse+chunk time and chunks per second; with --model-chunks N, the model's chunks per
   second on the set's first N chunks too (the ONNX graph an index uses), to set the parser's
   time beside the model's for the same chunks.
@@ -39,6 +40,7 @@ from rag_search.sources.files import folder_listing, walk_root  # noqa: E402
 from rag_search.sources.specs import glob_spec  # noqa: E402
 from rag_search.text import parsing  # noqa: E402
 from rag_search.text.chunking import Chunker  # noqa: E402
+from rag_search.text.page_kind import page_kind  # noqa: E402
 
 SHARED = PROJECT.parent / "shared" / "bench"
 RST_TREES = {"flask": "flask/docs", "requests": "requests/docs", "pytest": "pytest/doc/en"}
@@ -58,7 +60,6 @@ MARKUP = {
 }
 HEADING_LINE = re.compile(r"^#{1,6}\s+\S|^(\S.*)\n([=\-~^\"'`#*+])\2{2,}\s*$", re.MULTILINE)
 MID_SENTENCE = re.compile(r"^\s*[a-z,;:)]")
-HISTORY = re.compile(r"changelog|change-log|changes|release|history|announce|news|whatsnew|what-s-new", re.IGNORECASE)
 CODE_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,}).*?^ {0,3}\1", re.MULTILINE | re.DOTALL)
 
 
@@ -78,6 +79,7 @@ def shape(folder: Path, glob: str, chunker: Chunker) -> tuple[dict, list]:
     chunks_of: dict[str, list] = {}
     prose: list[str] = []
     headed_pages: set[str] = set()
+    history_pages: set[str] = set()
     seconds = 0.0
     for listed in listing.documents:
         document = listed.load(None)
@@ -89,7 +91,9 @@ def shape(folder: Path, glob: str, chunker: Chunker) -> tuple[dict, list]:
         prose.extend(text for section, chunks in pieces for text in _prose(section.text, chunks))
         if HEADING_LINE.search(CODE_FENCE.sub("", document.text)):
             headed_pages.add(document.file)
-    return _report(chunks_of, prose, headed_pages, seconds), [chunk for chunks in chunks_of.values() for chunk in chunks]
+        if page_kind(document.file.removeprefix("shape/"), parsed, document.text) == "changelog":
+            history_pages.add(document.file)
+    return _report(chunks_of, prose, headed_pages, history_pages, seconds), [chunk for chunks in chunks_of.values() for chunk in chunks]
 
 
 def _prose(section: str, chunks: list) -> list[str]:
@@ -111,7 +115,7 @@ def _prose(section: str, chunks: list) -> list[str]:
     return texts
 
 
-def _report(chunks_of: dict[str, list], prose: list[str], headed_pages: set[str], seconds: float) -> dict:
+def _report(chunks_of: dict[str, list], prose: list[str], headed_pages: set[str], history_pages: set[str], seconds: float) -> dict:
     every = [(file, chunk) for file, chunks in chunks_of.items() for chunk in chunks]
     in_headed = [(file, chunk) for file, chunk in every if file in headed_pages]
     headed = sum(chunk.heading not in ("", PurePosixPath(file).name) for file, chunk in in_headed)
@@ -120,7 +124,7 @@ def _report(chunks_of: dict[str, list], prose: list[str], headed_pages: set[str]
     in_prose = Counter(name for text in prose for name, pattern in MARKUP.items() if pattern.search(text))
     with_markup_in_prose = sum(any(pattern.search(text) for pattern in MARKUP.values()) for text in prose)
     sizes = sorted((len(chunks) for chunks in chunks_of.values()), reverse=True)
-    history = sum(len(chunks) for file, chunks in chunks_of.items() if HISTORY.search(file))
+    history = sum(len(chunks_of[file]) for file in history_pages)
     total = max(1, len(every))
     return {
         "pages": len(chunks_of), "chunks": len(every),

@@ -53,6 +53,7 @@ def result_payload(result: "SearchResult", metadata_only: bool = False, explain:
             "source": hit.collection,
             "file": file,
             "id": hit.id,
+            **({"kind": hit.metadata["page_kind"]} if "page_kind" in hit.metadata else {}),
             "chunk": None if metadata_only else hit.text,
             "metadata": metadata,
         }

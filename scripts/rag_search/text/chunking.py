@@ -20,7 +20,9 @@ from .sections import Section
 
 # Bump when chunk boundaries or embedded text change: it is part of the index fingerprint.
 CHUNKER_VERSION = "9"  # 9: reStructuredText (.rst, .rest) read by docutils: sections per title, code as fences, roles
-# as their text, toctrees, targets and comments left out; `.. include::` and `.. literalinclude::` resolved
+# as their text, toctrees, targets and comments left out; `.. include::` and `.. literalinclude::` resolved;
+# each documentation chunk carries its page's kind (page_kind: guide, reference, changelog, blog), which --kind
+# filters on and ranking weighs
 # 8: a JSON record's bookkeeping (id, dates, loop id, iteration, confidence, schema) is metadata,
 # not text, and a record of nothing else makes no chunk; a file named for a kind (decisions.json) types untyped records
 # 7: HTML comments in markdown are dropped (never text nor headings); a markdown section of
