@@ -100,7 +100,10 @@ def test_a_run_of_version_headings_makes_a_changelog_whatever_the_path_says():
     assert page_kind("docs/notes.md", parsed("notes.md", KEEP_A_CHANGELOG), KEEP_A_CHANGELOG) == "changelog"
     assert page_kind("docs/notes.rst", parsed("notes.rst", RST_VERSIONS), RST_VERSIONS) == "changelog"  # raw underlines
     assert has_version_run(parsed("notes.md", KEEP_A_CHANGELOG))  # the parsed sections alone say it too
-    assert not has_version_run(parsed("notes.rst", RST_VERSIONS))  # an .rst page is one section on main: the raw text says it
+    assert has_version_run(parsed("notes.rst", RST_VERSIONS))  # docutils gives the titles as sections
+    as_plain_text = parsing.parse("text", RST_VERSIONS, "notes.rst")  # the parser's fallback: one section
+    assert not has_version_run(as_plain_text)
+    assert page_kind("docs/notes.rst", as_plain_text, RST_VERSIONS) == "changelog"  # the raw underlines say it
 
 
 def test_two_version_headings_or_version_lines_in_code_make_no_changelog():
