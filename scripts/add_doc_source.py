@@ -146,7 +146,7 @@ def check_given(args: argparse.Namespace, fields: dict, reg) -> None:
     misplaced = [name for name, value in fields.items() if kind in FIELDS and value is not None
                  and name not in ("name", "type", *FIELDS[kind]["required"], *FIELDS[kind]["optional"])]
     if misplaced:
-        flag = next(flag for field, flag in FIELD_FLAGS.items() if field == misplaced[0]).replace("_", "-")
+        flag = FIELD_FLAGS[misplaced[0]].replace("_", "-")
         raise UsageError(f"--{flag} does not apply to a {kind} source", hint="see add_doc_source.py --help")
     try:
         spec_from_entry(entry, "the source given")

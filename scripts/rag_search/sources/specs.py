@@ -176,8 +176,8 @@ def _selection(fields: dict) -> Selection:
     """The entry's globs (or the one `glob` of an older entry; else DEFAULT_GLOBS) and exclude patterns."""
     if "globs" in fields and "glob" in fields:
         raise ValueError('give "globs" (a list) and not also "glob"')
-    globs = _patterns(fields, "globs") or _patterns({"glob": [fields["glob"]]} if "glob" in fields else {}, "glob")
-    return Selection(globs or DEFAULT_GLOBS, _patterns(fields, "exclude"))
+    older = {"globs": [fields["glob"]]} if "glob" in fields else {}
+    return Selection(_patterns({**fields, **older}, "globs") or DEFAULT_GLOBS, _patterns(fields, "exclude"))
 
 
 def _patterns(fields: dict, name: str) -> tuple[str, ...]:
