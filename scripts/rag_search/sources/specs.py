@@ -64,11 +64,7 @@ class Selection:
 
     @cached_property
     def _excluded(self) -> Callable[[str], bool]:
-        return path_matcher(self.exclude) if self.exclude else _nothing
-
-
-def _nothing(path: str) -> bool:
-    return False
+        return path_matcher(self.exclude)
 
 
 @dataclass(frozen=True)
