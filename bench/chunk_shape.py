@@ -37,7 +37,7 @@ sys.path.insert(0, str(PROJECT / "scripts"))
 
 from rag_search.model.embedding import TokenCounter, find_model  # noqa: E402
 from rag_search.sources.files import folder_listing, walk_root  # noqa: E402
-from rag_search.sources.specs import glob_spec  # noqa: E402
+from rag_search.sources.specs import Selection  # noqa: E402
 from rag_search.text import parsing  # noqa: E402
 from rag_search.text.chunking import Chunker  # noqa: E402
 from rag_search.text.page_kind import page_kind  # noqa: E402
@@ -74,7 +74,7 @@ def doc_sets(names: list[str] | None) -> dict[str, tuple[Path, str]]:
 
 def shape(folder: Path, glob: str, chunker: Chunker) -> tuple[dict, list]:
     """The set's figures, and its chunks."""
-    walk = walk_root(folder, [], glob_spec(glob))
+    walk = walk_root(folder, [], Selection((glob,)).selects)
     listing = folder_listing(walk, "shape", MAX_BYTES, quiet=True)
     chunks_of: dict[str, list] = {}
     prose: list[str] = []

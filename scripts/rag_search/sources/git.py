@@ -30,7 +30,9 @@ import shutil
 import subprocess
 import tempfile
 import time
-from pathlib import Path
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
 from urllib.parse import urlsplit
 
 from ..core import dates
@@ -40,8 +42,8 @@ from ..index.reconcile import Listed, Listing, Skip
 from ..safety.secrets import is_secret_file, warn_secret_files
 from ..text.includes import expand_page
 from ..text.parsing import kind_of
-from .files import SkipFile, listed_kind, read_text
-from .specs import GitSource, glob_spec
+from .files import SkipFile, listed_kind, read_text, suffix_of
+from .specs import GitSource
 
 log = logging.getLogger("rag_search")
 
@@ -73,7 +75,8 @@ def git_listing(spec: GitSource, cache_dir: Path, max_bytes: int, state: dict | 
     """
     repo = _prepare_clone(cache_dir / "repo", spec)
     commit = _fetch(repo, spec.version)
-    tree, secret_files, blobs = _tree_files(repo, commit, spec.path, spec.glob)
+    found = _tree_files(repo, commit, spec)
+    tree, secret_files = found.files, found.secret_files
     oversized = _oversized(repo, commit, tree, max_bytes)
     _check_out(repo, commit, spec.path, oversized)
     warn_secret_files(spec.id, secret_files)
@@ -92,10 +95,19 @@ def git_listing(spec: GitSource, cache_dir: Path, max_bytes: int, state: dict | 
     documents = [Listed(f"{spec.id}:{path}", f"{spec.id}/{path}", blob, functools.partial(_load, spec, path, blob, context, max_bytes))
                  for path, blob in tree.items()]
     details = {"files": len(tree), "commit": commit, "previous_commit": (state or {}).get("commit"),
-               "doc_version": context["doc_version"], "secret_files": len(secret_files)}
+               "doc_version": context["doc_version"], "secret_files": len(secret_files),
+               **({"seen": found.unselected} if not documents and not skipped else {})}
     provenance = {"version": context["doc_version"], "commit": commit, "url": spec.url}  # in every page's metadata
     return Listing(documents, skipped=skipped, state={"commit": commit}, details=details, context=provenance,
-                   dependency=blobs.get)
+                   dependency=found.blobs.get, deselected=functools.partial(_deselected, spec))
+
+
+def _deselected(spec: GitSource, key: str) -> bool:
+    """Whether the source's path and selection leave out the indexed document `key` ("<id>:<path in the repository>")."""
+    path = PurePosixPath(key.split(":", 1)[1])
+    if spec.path and not path.is_relative_to(spec.path):
+        return True
+    return not spec.selection.selects(path.relative_to(spec.path).as_posix() if spec.path else path.as_posix())
 
 
 def _load(spec: GitSource, path: str, blob: str, context: dict, max_bytes: int, previous) -> SourceDocument:
@@ -325,28 +337,37 @@ class LastCommitDates:
             process.wait()
 
 
-def _tree_files(repo, commit: str, prefix: str, glob: str | None) -> tuple[dict[str, str], list[str], dict[str, str]]:
-    """{path: blob id} of the files to index: regular files under `prefix` matching `glob` (relative to
-    `prefix`; specs.glob_spec) that we can parse. Also the paths of files left out because they hold credentials, and
-    {path: blob id} of every regular file under `prefix` (what a page may include)."""
-    spec = glob_spec(glob)
+@dataclass
+class _Tree:
+    files: dict[str, str] = field(default_factory=dict)  # {path: blob id} of the files to index
+    secret_files: list[str] = field(default_factory=list)  # left out: they hold credentials
+    blobs: dict[str, str] = field(default_factory=dict)  # {path: blob id} of every regular file (what a page may include)
+    unselected: Counter = field(default_factory=Counter)  # suffixes of the files not indexed: what an empty source saw
+
+
+def _tree_files(repo, commit: str, spec: GitSource) -> _Tree:
+    """The regular files under the source's path that its selection takes (relative to the path) and that we can
+    parse, and the rest of what the tree holds there (_Tree)."""
+    prefix = spec.path
     output = repo.git.ls_tree("-r", "-z", "--full-tree", commit, "--", prefix or ".")
-    files, secret_files, blobs = {}, [], {}
+    tree = _Tree()
     for entry in filter(None, output.split("\0")):
         meta, path = entry.split("\t", 1)
         mode, kind, blob = meta.split()
         if kind != "blob":  # a submodule
             continue
         if is_secret_file(path.rsplit("/", 1)[-1]):
-            secret_files.append(path)
+            tree.secret_files.append(path)
             continue
         if mode not in ("100644", "100755"):  # a symlink
             continue
-        blobs[path] = blob
+        tree.blobs[path] = blob
         relative = path[len(prefix) :].lstrip("/") if prefix else path
-        if kind_of(path) and spec.match_file(relative):
-            files[path] = blob
-    return files, secret_files, blobs
+        if kind_of(path) and spec.selection.selects(relative):
+            tree.files[path] = blob
+        else:
+            tree.unselected[suffix_of(path)] += 1
+    return tree
 
 
 def _git_message(exc: Exception) -> str:
