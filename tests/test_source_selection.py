@@ -17,7 +17,7 @@ from webserver import DocsSite
 
 SPHINX = {
     "docs/conf.py": "project = 'Bluefinch'\nextensions = ['sphinx.ext.autodoc']\n",
-    "docs/index.rst": "Bluefinch\n=========\n\n.. toctree::\n\n   usage\n   changelog\n",
+    "docs/index.rst": "Bluefinch\n=========\n\nBluefinch keeps a product catalog in sync.\n\n.. toctree::\n\n   usage\n   changelog\n",
     "docs/usage.rst": "Usage\n=====\n\nRun the bluefinch catalog sync every weekday at 6:45 with a cron entry.\n",
     "docs/changelog.rst": "Changelog\n=========\n\nVersion 2.1\n-----------\n\nThe catalog sync learned to retry.\n",
     "docs/history/2010.rst": "History 2010\n============\n\nThe first catalog release.\n",
