@@ -9,7 +9,11 @@ redaction step is left out: it replaces values, not structure), and reported:
 - headed: of the chunks of pages that have sections in their source (a heading line, by
   markup: `#` or an underlined title), the share whose heading path names more than the
   file (a page read as plain text has only its file name);
-- mid-sentence: the share that starts with a lower-case letter or a `,;:)`;
+- mid-sentence: the share that continues a section (not its first chunk) and starts inside a
+  sentence: after a word or a comma, not after a sentence end, a paragraph break, a line
+  that ends one, a table row, a list item or a line of code; and "lower-case", the share that starts with
+  a lower-case letter or a `,;:)` (a cruder count, which lower-case names like "pytest" and
+  code lines inflate);
 - markup: the share with site syntax left in (reStructuredText directives, roles, targets
   and title underlines; MkDocs anchors and includes; Hugo shortcodes; Docusaurus
   admonitions; MDX imports and JSX tags), with the count of each; and "in prose", the share
@@ -59,8 +63,10 @@ MARKUP = {
     "jsx tag": re.compile(r"^\s*</?[A-Z]\w*[\s/>]", re.MULTILINE),
 }
 HEADING_LINE = re.compile(r"^#{1,6}\s+\S|^(\S.*)\n([=\-~^\"'`#*+])\2{2,}\s*$", re.MULTILINE)
-MID_SENTENCE = re.compile(r"^\s*[a-z,;:)]")
-CODE_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,}).*?^ {0,3}\1", re.MULTILINE | re.DOTALL)
+LOWER_CASE = re.compile(r"^\s*[a-z,;:)]")
+STARTS_WORDS = re.compile(r"[\w,;:)]")
+SENTENCE_END = re.compile(r"[.!?][\"')\]*]*$")  # a sentence's end, and the quotes or brackets that close on it
+CODE_FENCE = re.compile(r"^([ \t]*)(`{3,}|~{3,}).*?^\1\2", re.MULTILINE | re.DOTALL)
 
 
 def doc_sets(names: list[str] | None) -> dict[str, tuple[Path, str]]:
@@ -78,6 +84,7 @@ def shape(folder: Path, glob: str, chunker: Chunker) -> tuple[dict, list]:
     listing = folder_listing(walk, "shape", MAX_BYTES, quiet=True)
     chunks_of: dict[str, list] = {}
     prose: list[str] = []
+    mid_sentence = 0
     headed_pages: set[str] = set()
     history_pages: set[str] = set()
     seconds = 0.0
@@ -89,11 +96,35 @@ def shape(folder: Path, glob: str, chunker: Chunker) -> tuple[dict, list]:
         seconds += time.perf_counter() - started
         chunks_of[document.file] = [chunk for _, chunks in pieces for chunk in chunks]
         prose.extend(text for section, chunks in pieces for text in _prose(section.text, chunks))
+        mid_sentence += sum(_starts_mid_sentence(section.text, chunks) for section, chunks in pieces)
         if HEADING_LINE.search(CODE_FENCE.sub("", document.text)):
             headed_pages.add(document.file)
         if page_kind(document.file.removeprefix("shape/"), parsed, document.text) == "changelog":
             history_pages.add(document.file)
-    return _report(chunks_of, prose, headed_pages, history_pages, seconds), [chunk for chunks in chunks_of.values() for chunk in chunks]
+    report = _report(chunks_of, prose, mid_sentence, headed_pages, history_pages, seconds)
+    return report, [chunk for chunks in chunks_of.values() for chunk in chunks]
+
+
+def _starts_mid_sentence(section: str, chunks: list) -> int:
+    """How many of a section's continuation chunks start inside a sentence (by what precedes them in the section)."""
+    section, fences = section.strip(), [match.span() for match in CODE_FENCE.finditer(section.strip())]
+    count, at = 0, 0
+    for chunk in chunks[1:]:
+        start = section.find(chunk.text, at)
+        if start < 0:
+            continue
+        at = start + 1
+        before = section[:start].rstrip(" \t")
+        in_code = any(a < start < b for a, b in fences)
+        if before.endswith("\n"):
+            line_before = before.rstrip().rsplit("\n", 1)[-1]
+            if in_code or not chunk.text[0].islower() or before.endswith("\n\n") or line_before[-1:] in ".!?:" \
+                    or "|" in line_before:  # a table's next row
+                continue
+        elif SENTENCE_END.search(before) or in_code or not STARTS_WORDS.match(chunk.text):  # e.g. a table's `|---|`
+            continue
+        count += 1
+    return count
 
 
 def _prose(section: str, chunks: list) -> list[str]:
@@ -115,7 +146,8 @@ def _prose(section: str, chunks: list) -> list[str]:
     return texts
 
 
-def _report(chunks_of: dict[str, list], prose: list[str], headed_pages: set[str], history_pages: set[str], seconds: float) -> dict:
+def _report(chunks_of: dict[str, list], prose: list[str], mid_sentence: int, headed_pages: set[str], history_pages: set[str],
+            seconds: float) -> dict:
     every = [(file, chunk) for file, chunks in chunks_of.items() for chunk in chunks]
     in_headed = [(file, chunk) for file, chunk in every if file in headed_pages]
     headed = sum(chunk.heading not in ("", PurePosixPath(file).name) for file, chunk in in_headed)
@@ -129,7 +161,8 @@ def _report(chunks_of: dict[str, list], prose: list[str], headed_pages: set[str]
     return {
         "pages": len(chunks_of), "chunks": len(every),
         "headed": round(headed / max(1, len(in_headed)), 3),
-        "mid_sentence": round(sum(bool(MID_SENTENCE.match(chunk.text)) for _, chunk in every) / total, 3),
+        "mid_sentence": round(mid_sentence / total, 3),
+        "lower_case": round(sum(bool(LOWER_CASE.match(chunk.text)) for _, chunk in every) / total, 3),
         "markup": round(with_markup / total, 3), "markup_kinds": dict(markup.most_common()),
         "markup_in_prose": round(with_markup_in_prose / total, 3), "markup_in_prose_kinds": dict(in_prose.most_common()),
         "largest_5": round(sum(sizes[:5]) / total, 3), "history": round(history / total, 3),
@@ -166,11 +199,12 @@ def main() -> None:
         figures[name], chunks = shape(folder, glob, chunker)
         if args.model_chunks:
             figures[name]["model_chunks_per_second"] = round(model_speed(chunks[: args.model_chunks], args.embedding))
-    print("| set | pages | chunks | headed | mid-sentence | markup | in prose | largest 5 | history | parse+chunk s | chunks/s "
-          "| model chunks/s |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print("| set | pages | chunks | headed | mid-sentence | lower-case | markup | in prose | largest 5 | history "
+          "| parse+chunk s | chunks/s | model chunks/s |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for name, row in figures.items():
-        print(f"| {name} | {row['pages']} | {row['chunks']} | {row['headed']:.1%} | {row['mid_sentence']:.1%} | {row['markup']:.1%} "
+        print(f"| {name} | {row['pages']} | {row['chunks']} | {row['headed']:.1%} | {row['mid_sentence']:.1%} | {row['lower_case']:.1%} "
+              f"| {row['markup']:.1%} "
               f"| {row['markup_in_prose']:.1%} | {row['largest_5']:.1%} | {row['history']:.1%} | {row['seconds']} "
               f"| {row['chunks_per_second']} | {row.get('model_chunks_per_second', '')} |")
     if args.json:
