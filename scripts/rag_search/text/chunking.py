@@ -19,7 +19,9 @@ from ..model.embedding import TokenCounter
 from .sections import Section
 
 # Bump when chunk boundaries or embedded text change: it is part of the index fingerprint.
-CHUNKER_VERSION = "8"  # 8: a JSON record's bookkeeping (id, dates, loop id, iteration, confidence, schema) is metadata,
+CHUNKER_VERSION = "9"  # 9: markdown's headings and code found by markdown-it (a setext heading is one line, never a
+# table row); MkDocs anchors, admonitions, MDX imports and JSX tags, Hugo shortcodes taken out, their text kept
+# 8: a JSON record's bookkeeping (id, dates, loop id, iteration, confidence, schema) is metadata,
 # not text, and a record of nothing else makes no chunk; a file named for a kind (decisions.json) types untyped records
 # 7: HTML comments in markdown are dropped (never text nor headings); a markdown section of
 # only markup (a rule, HTML tags, images) makes no chunk; a JSON file's scalar fields beside its records are no chunk
