@@ -215,6 +215,12 @@ class _Layout:
     code: set[int] = field(default_factory=set)  # lines of fenced or indented code, at any depth
 
 
+def code_lines(text: str) -> set[int]:
+    """The numbers (from 0) of the lines of fenced or indented code in a markdown text."""
+    lines = _NEWLINE.sub("\n", text).split("\n")
+    return _layout("\n".join(lines), lines).code
+
+
 @functools.cache
 def _block_parser():
     """CommonMark's block rules that place headings and code: inline markup is never rendered (a section's text is its
