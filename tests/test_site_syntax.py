@@ -98,3 +98,19 @@ def test_hugo_shortcodes_lose_their_syntax_and_keep_their_text():
 def test_site_syntax_inside_a_code_fence_is_code():
     text = "# Docs\n\n~~~md\n:::note Title\n!!! tip\n{{< ref \"x\" >}}\nimport A from 'a';\n<Tabs>\n~~~\n"
     assert sections_of(text) == [(["Docs"], text.split("\n\n", 1)[1].strip())]
+
+
+def test_get_finds_a_section_by_its_heading_without_the_anchor(tmp_path):
+    from conftest import add_source, call_script, index_docs
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "events.md").write_text("# Lifespan Events\n\n## Lifespan { #lifespan }\n\nLoad the model before the app starts.\n\n"
+                                    "## Alternative Events (deprecated) { #alternative-events-deprecated }\n\nUse startup.\n")
+    add_source("--id", "fastapi", "--name", "FastAPI", "--type", "local", "--path", docs)
+    data = tmp_path / "data"
+    assert index_docs(data, "--all").code == 0
+    found = call_script("get.py", "--data-dir", data, "fastapi/events.md", "--section", "Lifespan")
+    assert found.code == 0, found
+    assert found.json["section"] == "Lifespan Events > Lifespan" and "Load the model" in found.json["text"]
+    assert "{ #" not in " ".join(found.json["outline"])
