@@ -10,7 +10,7 @@ redaction step is left out: it replaces values, not structure), and reported:
   markup: `#` or an underlined title), the share whose heading path names more than the
   file (a page read as plain text has only its file name);
 - mid-sentence: the share that starts with a lower-case letter or a `,;:)`;
-- markup: the share with site syntax left in (reStructuredText directives, roles, targets
+- markup: the share with site syntax left in its prose, code blocks aside (reStructuredText directives, roles, targets
   and title underlines; MkDocs anchors and includes; Hugo shortcodes; Docusaurus
   admonitions; MDX imports and JSX tags), with the count of each;
 - largest: the five largest pages' share of the set's chunks, and history: the share of
@@ -45,7 +45,7 @@ MARKUP = {
     "rst directive": re.compile(r"^\s*\.\. [\w:-]+::", re.MULTILINE),
     "rst role": re.compile(r":[\w+-]+(?::[\w+-]+)*:`"),
     "rst target or comment": re.compile(r"^\s*\.\. (?:_[^:]*:|\|[^|]+\|)", re.MULTILINE),
-    "title underline": re.compile(r"^([=\-~^\"'`#*+])\1{3,}\s*$", re.MULTILINE),
+    "title underline": re.compile(r"^[ \t]*\S[^\n]*\n([=\-~^\"'`#*+])\1{3,}[ \t]*$", re.MULTILINE),  # under a text line
     "mkdocs anchor": re.compile(r"\{\s*#[\w-]+[^}]*\}"),
     "code include": re.compile(r"\{\*.*?\*\}|^\s*--8<--", re.MULTILINE),
     "hugo shortcode": re.compile(r"\{\{[<%].*?[%>]\}\}"),
@@ -56,6 +56,7 @@ MARKUP = {
 HEADING_LINE = re.compile(r"^#{1,6}\s+\S|^(\S.*)\n([=\-~^\"'`#*+])\2{2,}\s*$", re.MULTILINE)
 MID_SENTENCE = re.compile(r"^\s*[a-z,;:)]")
 HISTORY = re.compile(r"changelog|change-log|changes|release|history|announce|news|whatsnew|what-s-new", re.IGNORECASE)
+FENCE_LINE = re.compile(r"^[ \t]*(`{3,}|~{3,})")
 CODE_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,}).*?^ {0,3}\1", re.MULTILINE | re.DOTALL)
 
 
@@ -89,8 +90,9 @@ def _report(chunks_of: dict[str, list], headed_pages: set[str], seconds: float) 
     every = [(file, chunk) for file, chunks in chunks_of.items() for chunk in chunks]
     in_headed = [(file, chunk) for file, chunk in every if file in headed_pages]
     headed = sum(chunk.heading not in ("", PurePosixPath(file).name) for file, chunk in in_headed)
-    markup = Counter(name for _, chunk in every for name, pattern in MARKUP.items() if pattern.search(chunk.text))
-    with_markup = sum(any(pattern.search(chunk.text) for pattern in MARKUP.values()) for _, chunk in every)
+    prose = [_prose(chunk.text) for _, chunk in every]
+    markup = Counter(name for text in prose for name, pattern in MARKUP.items() if pattern.search(text))
+    with_markup = sum(any(pattern.search(text) for pattern in MARKUP.values()) for text in prose)
     sizes = sorted((len(chunks) for chunks in chunks_of.values()), reverse=True)
     history = sum(len(chunks) for file, chunks in chunks_of.items() if HISTORY.search(file))
     total = max(1, len(every))
@@ -102,6 +104,20 @@ def _report(chunks_of: dict[str, list], headed_pages: set[str], seconds: float) 
         "largest_5": round(sum(sizes[:5]) / total, 3), "history": round(history / total, 3),
         "seconds": round(seconds, 2), "chunks_per_second": round(len(every) / max(seconds, 1e-9)),
     }
+
+
+def _prose(text: str) -> str:
+    """A chunk less its code: fenced blocks, and a fence the chunk ends inside. Code is no markup left in prose."""
+    kept, fence = [], None
+    for line in text.split("\n"):
+        opening = FENCE_LINE.match(line)
+        if fence is None and opening:
+            fence = opening.group(1)
+        elif fence is not None and line.strip().startswith(fence) and not line.strip().strip(fence[0]):
+            fence = None
+        elif fence is None:
+            kept.append(line)
+    return "\n".join(kept)
 
 
 def main() -> None:
