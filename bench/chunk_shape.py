@@ -54,7 +54,7 @@ MARKUP = {
     "rst directive": re.compile(r"^\s*\.\. [\w:-]+::", re.MULTILINE),
     "rst role": re.compile(r":[\w+-]+(?::[\w+-]+)*:`"),
     "rst target or comment": re.compile(r"^\s*\.\. (?:_[^:]*:|\|[^|]+\|)", re.MULTILINE),
-    "title underline": re.compile(r"^([=\-~^\"'`#*+])\1{3,}\s*$", re.MULTILINE),
+    "title underline": re.compile(r"^[ \t]*\S[^\n]*\n([=\-~^\"'`#*+])\1{3,}[ \t]*$", re.MULTILINE),  # under a text line
     "mkdocs anchor": re.compile(r"\{\s*#[\w-]+[^}]*\}"),
     "code include": re.compile(r"\{\*.*?\*\}|^\s*--8<--", re.MULTILINE),
     "hugo shortcode": re.compile(r"\{\{[<%].*?[%>]\}\}"),

@@ -26,7 +26,9 @@ CHUNKER_VERSION = "9"  # 9: a continuation starts where a sentence, clause or co
 # overlap before the cut; a line wrapped inside a paragraph is no boundary (a table row's end is); reStructuredText
 # (.rst, .rest) read by docutils: sections per title, code as fences, roles as their text, toctrees, targets and
 # comments left out; `.. include::` and `.. literalinclude::` resolved; each documentation chunk carries its page's
-# kind (page_kind: guide, reference, changelog, blog), which --kind filters on and ranking weighs
+# kind (page_kind: guide, reference, changelog, blog), which --kind filters on and ranking weighs;
+# markdown's headings and code found by markdown-it (a setext heading is one line, never a table row); MkDocs
+# anchors, admonitions, MDX imports and JSX tags, Hugo shortcodes taken out, their text kept
 # 8: a JSON record's bookkeeping (id, dates, loop id, iteration, confidence, schema) is metadata,
 # not text, and a record of nothing else makes no chunk; a file named for a kind (decisions.json) types untyped records
 # 7: HTML comments in markdown are dropped (never text nor headings); a markdown section of
