@@ -8,7 +8,8 @@ redaction step is left out: it replaces values, not structure), and reported:
 
 - headed: of the chunks of pages that have sections in their source (a heading line, by
   markup: `#` or an underlined title), the share whose heading path names more than the
-  file (a page read as plain text has only its file name);
+  file (a page read as plain text has only its file name, a markdown page without a title
+  its file's stem);
 - mid-sentence: the share that continues a section (not its first chunk) and starts inside a
   sentence: after a word or a comma, not after a sentence end, a paragraph break, a line
   that ends one, a table row, a list item or a line of code; and "lower-case", the share that starts with
@@ -150,7 +151,7 @@ def _report(chunks_of: dict[str, list], prose: list[str], mid_sentence: int, hea
             seconds: float) -> dict:
     every = [(file, chunk) for file, chunks in chunks_of.items() for chunk in chunks]
     in_headed = [(file, chunk) for file, chunk in every if file in headed_pages]
-    headed = sum(chunk.heading not in ("", PurePosixPath(file).name) for file, chunk in in_headed)
+    headed = sum(chunk.heading not in ("", PurePosixPath(file).name, PurePosixPath(file).stem) for file, chunk in in_headed)
     markup = Counter(name for _, chunk in every for name, pattern in MARKUP.items() if pattern.search(chunk.text))
     with_markup = sum(any(pattern.search(chunk.text) for pattern in MARKUP.values()) for _, chunk in every)
     in_prose = Counter(name for text in prose for name, pattern in MARKUP.items() if pattern.search(text))
