@@ -28,6 +28,7 @@ def parsed(path: str, text: str):
     ("content/en/docs/v3.6/upgrades/upgrade_3_5.md", "changelog"),  # etcd: upgrade notes between versions
     ("docs/upgrading.md", "changelog"),
     ("content/en/blog/2023-08-28-announcing-flux-v2.1.0/index.md", "changelog"),  # an announcement, in a blog
+    ("linkerd.io/content/blog/2021/0728-announcing-cncf-graduation/index.md", "blog"),  # an announcement of no release
     ("linkerd.io/content/blog/2024/0805-edge-release-roundup/index.md", "changelog"),
     ("linkerd.io/content/blog/2024/0101-linkerd-hero/index.md", "blog"),
     ("content/en/blog/2024-01-22-january-update/index.md", "blog"),

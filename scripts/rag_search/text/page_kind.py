@@ -25,8 +25,10 @@ _HISTORY_NAMES = re.compile(
     r"announce(?:ments?)?|upgrading|upgrades|release[-_]v?\d.*|(?:upgrad(?:e|ing)|migrat(?:e|ion|ing))[-_](?:to[-_]|from[-_])?v?\d.*)$")
 # A page named for a version ("v1.22.md", "2.0-to-3.0.md"); not a folder: a versioned docs tree keeps guides in "v3.5/".
 _VERSION_PAGE = re.compile(r"^v?\d+(?:[._]\d+)+(?:[-_]to[-_]v?\d+(?:[._]\d+)*)?$")
-# A blog post named for a release or its announcement is release history too.
-_ANNOUNCING = re.compile(r"(?:^|[-_ ])(?:announcing|released?|release[-_ ]notes|changelog)(?:$|[-_ ])")
+# A blog post named for a release or its announcement is release history too; an announcement of something else
+# ("announcing-cncf-graduation") is a blog post, which may well answer a question.
+_ANNOUNCING = re.compile(
+    r"(?:^|[-_ ])(?:released?|release[-_ ]notes|changelog)(?:$|[-_ ])|(?:^|[-_ ])announcing[-_ ](?:.*[-_ ])?v?\d+[._]\d+")
 _BLOG_FOLDERS = frozenset({"blog", "blogs", "posts", "_posts", "news-and-blog"})
 _REFERENCE_FOLDERS = frozenset({"reference", "references", "api", "apis", "api-reference", "cli", "cli-reference"})
 _REFERENCE_PAGES = frozenset({"api", "reference", "api-reference", "cli-reference", "apidocs", "glossary"})
