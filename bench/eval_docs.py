@@ -96,8 +96,10 @@ def index_corpus(corpus: str, folder: Path, work: Path, glob: str = "**/*.md*") 
     return {"chunks": summary["chunks"], "embedded": summary["embedded"], "seconds": round(time.monotonic() - started, 1)}
 
 
-def product_rankings(corpus: str, work: Path, questions: list[dict], systems: dict[str, SearchOptions]) -> dict:
-    """{system: {question id: ranked files}} and retrieval latencies (ms), with each query embedded once."""
+def product_rankings(corpus: str, work: Path, questions: list[dict], systems: dict[str, SearchOptions],
+                     kinds: dict[str, str] | None = None) -> dict:
+    """{system: {question id: ranked files}} and retrieval latencies (ms), with each query embedded once; `kinds`, if
+    given, gets each ranked file's page kind (none for an index built before kinds)."""
     searcher = Searcher(load_settings(data_dir=str(work / corpus / "data")), "docs")
     try:
         stores = searcher.refresh()  # a new Searcher has no store open yet
@@ -110,6 +112,8 @@ def product_rankings(corpus: str, work: Path, questions: list[dict], systems: di
                 result = search(stores, q["question"], vectors[q["id"]], dataclasses.replace(options, sources=[corpus]))
                 latencies.append((time.perf_counter() - started) * 1000)
                 ranked[name][q["id"]] = [hit.metadata["file"].removeprefix(f"{corpus}/") for hit in result.hits]
+                if kinds is not None:
+                    kinds.update(zip(ranked[name][q["id"]], (hit.metadata.get("page_kind", "") for hit in result.hits), strict=True))
         return ranked, latencies
     finally:
         searcher.close()

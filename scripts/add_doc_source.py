@@ -10,13 +10,15 @@ from rag_search.core.launch import use_project_venv
 use_project_venv()
 
 from rag_search.core import cli, logs  # noqa: E402
-from rag_search.core.errors import EXIT_PARTIAL, ConfigError, IndexNotBuilt, RagSearchError, UsageError  # noqa: E402
+from rag_search.core.errors import EXIT_EMPTY, EXIT_PARTIAL, ConfigError, IndexNotBuilt, RagSearchError, UsageError  # noqa: E402
 
 log = logging.getLogger("rag_search")
 
 EPILOG = """examples:
   add_doc_source.py --id k0s --name "k0s Documentation" --type git \\
-      --url https://github.com/k0sproject/k0s.git --path docs/ --glob "**/*.md" --version v1.30.0
+      --url https://github.com/k0sproject/k0s.git --path docs/ --version v1.30.0
+  add_doc_source.py --id pytest --name "pytest" --type git --url https://github.com/pytest-dev/pytest.git \\
+      --path doc/en --glob "**/*.rst" --exclude changelog.rst --exclude "announce/" --index
   add_doc_source.py --id argocd --name "ArgoCD Documentation" --type web \\
       --base-url https://argo-cd.readthedocs.io/en/stable/ --pages user-guide/sync-options/ operator-manual/
   add_doc_source.py --id team-notes --name "Team runbooks" --type local --path ~/runbooks --index
@@ -24,21 +26,28 @@ EPILOG = """examples:
   add_doc_source.py --list
   add_doc_source.py --remove argocd
 
-fields: git needs --url (https, ssh, git or file; --path folder in the repository,
---glob relative to it, default **/*.md and **/*.mdx; --version tag, branch or commit,
-default the default branch); web needs --base-url and --pages (relative to it) or
---sitemap; local needs --path (a folder), --glob as for git. Ids are slugs: a-z, 0-9,
-".", "_", "-".
+fields: git needs --url (https, ssh, git or file; --path folder in the repository;
+--version tag, branch or commit, default the default branch); web needs --base-url and
+--pages (relative to it) or --sitemap; local needs --path (a folder). Ids are slugs:
+a-z, 0-9, ".", "_", "-".
+
+selection: git and local index the files under --path that match a --glob and no
+--exclude (both repeatable, gitignore syntax, relative to --path; default globs
+**/*.md, **/*.mdx, **/*.markdown, **/*.rst, **/*.rest). Web takes --exclude over a
+page's URL path below --base-url, applied before max_pages. --update with --glob or
+--exclude replaces that list; files no longer selected are removed on the next run
+(not taken for an outage). A source that matches nothing ends "empty" (exit 10 with
+--index), with a warning naming its globs and the file types it saw.
 
 registry, first found wins: --sources > RAG_SEARCH_SOURCES > references/sources.json.
 stdout: one JSON document describing what was done."""
 
-FIELD_FLAGS = {"name": "name", "type": "type", "url": "url", "path": "path", "glob": "glob", "version": "version",
-               "base_url": "base_url", "pages": "pages", "sitemap": "sitemap"}
+FIELD_FLAGS = {"name": "name", "type": "type", "url": "url", "path": "path", "globs": "glob", "exclude": "exclude",
+               "version": "version", "base_url": "base_url", "pages": "pages", "sitemap": "sitemap"}
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = cli.make_parser("add_doc_source.py", __doc__, EPILOG, cli.INDEX_EXIT_CODES)
+    parser = cli.make_parser("add_doc_source.py", __doc__, EPILOG, cli.DOCS_INDEX_EXIT_CODES)
     action = parser.add_mutually_exclusive_group()
     action.add_argument("--list", action="store_true", help="list registered sources and what is indexed of each")
     action.add_argument("--remove", metavar="ID", help="unregister a source and delete its chunks and cached clone")
@@ -48,7 +57,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--type", choices=["git", "web", "local"])
     parser.add_argument("--url", help="git: repository URL")
     parser.add_argument("--path", help="git: folder in the repository; local: folder on disk")
-    parser.add_argument("--glob", help="git/local: files to index, relative to --path (default **/*.md and **/*.mdx)")
+    parser.add_argument("--glob", action="append", metavar="GLOB",
+                        help="git/local: files to index, relative to --path (repeatable; default: see selection below)")
+    parser.add_argument("--exclude", action="append", metavar="PATTERN",
+                        help="files (git/local, relative to --path) or page paths (web) not to index (repeatable)")
     parser.add_argument("--version", help="git: tag, branch or commit (default: the default branch)")
     parser.add_argument("--base-url", dest="base_url", help="web: the documentation's base URL")
     parser.add_argument("--pages", nargs="+", metavar="PAGE", help="web: pages relative to --base-url (space or comma separated)")
@@ -82,6 +94,8 @@ def given_fields(args: argparse.Namespace) -> dict:
     fields = {field: getattr(args, flag) for field, flag in FIELD_FLAGS.items() if getattr(args, flag) is not None}
     if "pages" in fields:
         fields["pages"] = [page.strip() for item in fields["pages"] for page in item.split(",") if page.strip()]
+    if "globs" in fields and args.update:
+        fields["glob"] = None  # an entry written before "globs" holds one "glob": the new list replaces it
     return fields
 
 
@@ -113,7 +127,7 @@ def add_or_update(args: argparse.Namespace, settings) -> int:
                 undo(settings.registry, args.id, previous)
             raise
         if result["index"]["status"] != "ok":
-            code = EXIT_PARTIAL
+            code = EXIT_EMPTY if result["index"]["status"] == "empty" else EXIT_PARTIAL
             if not args.keep_on_failure:
                 undo(settings.registry, args.id, previous)
                 result["action"] = "restored" if previous else "not added"
@@ -124,13 +138,21 @@ def add_or_update(args: argparse.Namespace, settings) -> int:
 def check_given(args: argparse.Namespace, fields: dict, reg) -> None:
     """The source as this command would leave it, checked before the registry is touched: a bad flag is the command
     line's fault (exit 2), not the registry file's (which would name "sources.json: source #3")."""
-    from rag_search.sources.specs import spec_from_entry
+    from rag_search.sources.specs import FIELDS, spec_from_entry
 
-    entry = {**(reg.describe(args.id) if args.update else {}), "id": args.id, **fields}
+    entry = {key: value for key, value in {**(reg.describe(args.id) if args.update else {}), "id": args.id, **fields}.items()
+             if value is not None}
+    kind = entry.get("type")
+    misplaced = [name for name, value in fields.items() if kind in FIELDS and value is not None
+                 and name not in ("name", "type", *FIELDS[kind]["required"], *FIELDS[kind]["optional"])]
+    if misplaced:
+        flag = FIELD_FLAGS[misplaced[0]].replace("_", "-")
+        raise UsageError(f"--{flag} does not apply to a {kind} source", hint="see add_doc_source.py --help")
     try:
         spec_from_entry(entry, "the source given")
     except ConfigError as exc:
-        raise UsageError(exc.message, hint='fix the flag it names ("base_url" is --base-url); see add_doc_source.py --help') from None
+        raise UsageError(exc.message, hint='fix the flag it names ("base_url" is --base-url, "globs" --glob); '
+                                           'see add_doc_source.py --help') from None
 
 
 def undo(registry_file, source_id: str, previous: dict | None) -> None:

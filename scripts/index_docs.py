@@ -11,7 +11,7 @@ from rag_search.core.launch import use_project_venv
 use_project_venv()
 
 from rag_search.core import cli, logs  # noqa: E402
-from rag_search.core.errors import EXIT_PARTIAL, ConfigError  # noqa: E402
+from rag_search.core.errors import EXIT_EMPTY, EXIT_PARTIAL, ConfigError  # noqa: E402
 
 log = logging.getLogger("rag_search")
 
@@ -27,14 +27,18 @@ gone), is taken for an outage: it fails and keeps its chunks unless --allow-shri
 (or --full) says so; an incomplete listing (an unreadable sitemap) removes nothing.
 With --all, sources no longer in the registry are removed from the index.
 A page left with no text is indexed as empty (counted as "empty"): its chunks go;
-a web page served empty fails instead, and keeps them.
+a web page served empty fails instead, and keeps them. Files a source's own
+--glob, --exclude or --path no longer select are removed as the change it is,
+not taken for an outage. A source that matches no file at all ends with status
+"empty" and one warning naming its globs and the file types it saw (exit 10);
+a rebuild (--all --full) is not published without it unless --allow-shrink.
 
 stdout: one JSON document {"sources": [one summary per source], "removed_sources",
-"failed", "seconds"}. Progress and warnings go to stderr."""
+"failed", "empty", "seconds"}. Progress and warnings go to stderr."""
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = cli.make_parser("index_docs.py", __doc__, EPILOG, cli.INDEX_EXIT_CODES)
+    parser = cli.make_parser("index_docs.py", __doc__, EPILOG, cli.DOCS_INDEX_EXIT_CODES)
     which = parser.add_mutually_exclusive_group(required=True)
     which.add_argument("--all", action="store_true", help="every registered source")
     which.add_argument("--source", action="append", metavar="ID", help="one source id (repeatable)")
@@ -79,8 +83,9 @@ def index(args: argparse.Namespace) -> int:
                    left_out=lambda indexed: [] if args.all else sources_left_out(indexed, chosen)) as run:
         summaries = index_sources(run.store, run.pipeline, selected, settings, full=args.full, allow_shrink=args.allow_shrink,
                                   quiet=args.quiet)
-        failed = [summary["id"] for summary in summaries if summary["status"] != "ok"]
-        run.check_whole(failed, args.allow_shrink, REBUILD_HINT)
+        failed = [summary["id"] for summary in summaries if summary["status"] not in ("ok", "empty")]
+        empty = [summary["id"] for summary in summaries if summary["status"] == "empty"]
+        run.check_whole(failed + empty, args.allow_shrink, REBUILD_HINT)
         removed = prune_sources(run.store, settings.data_dir, {spec.id for spec in reg.sources}) if args.all else []
     record_runs(settings.registry, summaries)
     cli.emit_json({
@@ -88,10 +93,11 @@ def index(args: argparse.Namespace) -> int:
         "sources": summaries,
         "removed_sources": removed,
         "failed": failed,
+        "empty": empty,
         "published": run.published,
         "seconds": round(time.monotonic() - started, 2),
     })
-    return EXIT_PARTIAL if failed else 0
+    return EXIT_PARTIAL if failed else EXIT_EMPTY if empty else 0
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ from rag_search.core.launch import use_project_venv
 use_project_venv()
 
 from rag_search.core import cli  # noqa: E402
+from rag_search.text.page_kind import KINDS  # noqa: E402
 
 EXIT_CODES = (0, 1, 2, 3, 4, 5, 6, 7)
 MEANINGS = {0: "success (an empty result list is success)",
@@ -17,14 +18,15 @@ MEANINGS = {0: "success (an empty result list is success)",
             7: "store cannot be opened (damaged: the message names the rebuild)"}
 
 EPILOG = """output (JSON on stdout, one line unless stdout is a terminal):
-  {"query", "results": [{"rank", "score", "source", "file", "id", "chunk", "metadata"}],
+  {"query", "results": [{"rank", "score", "source", "file", "id", "kind", "chunk", "metadata"}],
    "searched_collections", "total_chunks_searched", "mode", "truncated"}
   metadata: what to cite (heading, date, url or path, doc_version, commit, a record's
   record_id, loop_id, iteration, confidence and updated, which its chunk never shows,
   and record fields the chunk does not show); a later result of the same file omits
   what its first result said (path, date, tags); --verbose gives every stored field.
   score: the cosine similarity of chunk and query, 0 to 1, higher is better, in every
-  mode. rank: the order of the mode: hybrid (default) fuses keyword (BM25) and meaning
+  mode. kind: a documentation page's kind (guide, reference, changelog, blog; none for
+  the user's own files). rank: the order of the mode: hybrid (default) fuses keyword (BM25) and meaning
   (vector) rankings by reciprocal rank fusion, so an exact identifier can rank above a
   chunk with a higher score. --explain adds each stage's ranks and scores.
   No match is not an error: exit 0 with an empty "results" list.
@@ -68,6 +70,9 @@ def build_parser() -> argparse.ArgumentParser:
                         help="only records of this type, e.g. decision, lesson_learned (repeatable: any of them)")
     parser.add_argument("--tag", action="append", dest="tags", type=cli.non_empty, metavar="TAG",
                         help="only records and notes carrying this whole tag (repeatable: every one of them)")
+    parser.add_argument("--kind", action="append", dest="kinds", choices=KINDS,
+                        help="only documentation pages of this kind: guide, reference, changelog (release notes, "
+                             "announcements) or blog (repeatable: any of them)")
     parser.add_argument("--min-score", type=cli.number_in(0.0, 1.0, float), metavar="S", help="drop results whose score is below S (0-1)")
     parser.add_argument("--per-file", type=cli.number_in(0, 100), default=2, metavar="N",
                         help="at most N chunks per file (default 2, 0 = no limit)")

@@ -24,7 +24,7 @@ EPILOG = """output (JSON on stdout, one line unless stdout is a terminal):
                        "skipped": [{"file", "reason"}], "skipped_count", "empty": [file], "empty_count",
                        "changed_since_index": {"not_indexed", "changed", "gone", "examples"}}],
    "doc_sources": [{"id", "type", "name", "documents", "chunks", "version", "commit",
-                    "last_indexed", "last_attempt", "last_error"}]
+                    "last_indexed", "last_attempt", "last_status", "last_error"}]
                   or, when the registry cannot be read (bad JSON, a bad entry):
                   {"registry", "error", "hint", "indexed": [{"id", "documents", "chunks"}]},
    "resident": {"pid", "since", "rss_bytes", "answers"} or null,
@@ -32,7 +32,8 @@ EPILOG = """output (JSON on stdout, one line unless stdout is a terminal):
   size_bytes is the published generation; disk_bytes the whole collection, with the
   generation kept so that the next small change need not copy the index. large_files:
   files holding more than a quarter of a collection's chunks (and over 50), which
-  searches see at most 5 chunks of per retriever.
+  searches see at most 5 chunks of per retriever. last_status: a doc source's last
+  run, ok, empty (it matched no file: fix its --glob or --path), partial or failed.
   Roots are those index runs were given (else the configured ones); files are
   compared by size and mtime, as an index run does. skipped: the first 50 files the
   runs left out, with why; a file skipped as it is now is no change since the index.

@@ -138,6 +138,7 @@ SEARCH_CASES = [
     [SEARCH_QUERY, "--source", "personal", "--since", "2020-01-01", "--until", "1d", "--verbose"],
     [SEARCH_QUERY, "--source", "nonesuch"],  # unknown source: exit 2
     ["lesson", "--type", "lesson_learned", "--tag", "ci", "--min-score", "0.1", "--metadata-only"],
+    [SEARCH_QUERY, "--kind", "guide", "--kind", "changelog"],  # the user's own files have no page kind: none match
     [SEARCH_QUERY, "--max-tokens", "60", "--recency-half-life", "7", "--no-refresh"],
     [SEARCH_QUERY, "--rerank", "--format", "text"],
     ["what did we decide last week", "--data-dir", "{data}"],

@@ -52,3 +52,29 @@ def test_unchanged_git_files_follow_the_source_to_its_new_version(tmp_path):
         assert (chunk["metadata"]["commit"], chunk["metadata"]["doc_version"]) == (second, "v2"), chunk["metadata"]
     summary = moved.json["sources"][0]
     assert summary["embedded"] == 1, "only the changed section of upgrade.md is embedded"
+
+
+def test_a_git_sources_page_includes_code_from_outside_its_path_and_an_edit_to_it_reaches_the_page(tmp_path):
+    """FastAPI's layout: `--path docs/en/docs`, the code its tutorials include in docs_src at the repository's root."""
+    repo = GitRepo(tmp_path / "origin")
+    repo.write({"docs/en/docs/tutorial/events.md": "# Events\n\n## Lifespan { #lifespan }\n\nStart a model.\n\n"
+                                                   "{* ../../docs_src/events/tutorial003.py ln[1:2] *}\n",
+                "docs_src/events/tutorial003.py": "def lifespan(app):\n    load_the_ml_model()\n    yield\n",
+                "docs_src/unused.py": "never_checked_out = True\n"})
+    repo.commit("docs")
+    add_source("--id", "fastapi", "--name", "FastAPI", "--type", "git", "--url", repo.url, "--path", "docs/en/docs")
+    data = tmp_path / "data"
+    first = index_docs(data, "--all")
+    assert first.code == 0, first
+    chunks = chunks_of(data, "fastapi/docs/en/docs/tutorial/events.md")
+    assert [(chunk["metadata"]["heading"], chunk["text"]) for chunk in chunks.values()] == [
+        ("Events > Lifespan", "Start a model.\n\n```python\ndef lifespan(app):\n    load_the_ml_model()\n```")]
+    checkout = next((data / "sources").glob("*/repo"))
+    assert (checkout / "docs_src/events/tutorial003.py").is_file() and not (checkout / "docs_src/unused.py").exists()
+
+    repo.write({"docs_src/events/tutorial003.py": "def lifespan(app):\n    load_the_llm()\n    yield\n"})
+    repo.commit("code")
+    again = index_docs(data, "--all")
+    assert again.code == 0, again
+    assert again.json["sources"][0]["updated"] == 1, again.json
+    assert "load_the_llm()" in " ".join(chunk["text"] for chunk in chunks_of(data, "fastapi/docs/en/docs/tutorial/events.md").values())

@@ -170,9 +170,9 @@ def test_searched_collections_lists_only_what_was_searched(example_data, tmp_pat
 @pytest.mark.processes
 @pytest.mark.parametrize("script, own, foreign", [
     ("search.py", {"0", "2", "3", "4", "7"}, {"8", "9"}),
-    ("index_personal.py", {"0", "4", "8", "9"}, {"3"}),
-    ("index_docs.py", {"0", "4", "8", "9"}, {"3"}),
-    ("add_doc_source.py", {"0", "2", "4", "9"}, {"3"}),
+    ("index_personal.py", {"0", "4", "8", "9"}, {"3", "10"}),
+    ("index_docs.py", {"0", "4", "8", "9", "10"}, {"3"}),
+    ("add_doc_source.py", {"0", "2", "4", "9", "10"}, {"3"}),
     ("status.py", {"0", "7"}, {"3", "8", "9"}),
     ("get.py", {"0", "2", "3"}, {"8", "9"}),
     ("mcp_server.py", {"0", "5"}, {"8", "9"}),

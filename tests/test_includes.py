@@ -129,3 +129,41 @@ def test_expand_page_returns_the_files_it_included_and_leaves_other_kinds_alone(
     assert expand_page("markdown", "{!includes/business.md!}", page, site, MAX) == (
         "Traefik for business applications.", [], [(site / "includes" / "business.md").resolve()])
     assert expand_page("code", "{!includes/business.md!}", page, site, MAX) == ("{!includes/business.md!}", [], [])
+
+
+@pytest.fixture
+def repo(tmp_path):
+    """FastAPI's layout: pages in docs/en/docs, their code in docs_src at the repository's root."""
+    (tmp_path / "docs" / "en" / "docs" / "tutorial").mkdir(parents=True)
+    (tmp_path / "docs_src" / "events").mkdir(parents=True)
+    (tmp_path / "docs_src" / "events" / "tutorial003.py").write_text("".join(f"line {n}\n" for n in range(1, 13)))
+    (tmp_path / "examples").mkdir()
+    (tmp_path / "examples" / "wf.yaml").write_text("---\napiVersion: argoproj.io/v1alpha1\nkind: Workflow\n")
+    return tmp_path
+
+
+def test_fastapis_code_include_is_the_files_lines_as_a_fenced_block(repo):
+    page = repo / "docs" / "en" / "docs" / "tutorial" / "events.md"
+    text = "## Lifespan { #lifespan }\n\n{* ../../docs_src/events/tutorial003.py hl[3] ln[2:3,11:] *}\n\nAfter.\n"
+    result = resolve_includes(text, page, repo, MAX)
+    assert result.text == "## Lifespan { #lifespan }\n\n```python\nline 2\nline 3\nline 11\nline 12\n```\n\nAfter.\n"
+    assert result.files == [(repo / "docs_src" / "events" / "tutorial003.py").resolve()]
+
+
+def test_a_snippet_of_code_is_fenced_in_its_language_unless_it_is_in_a_fence_already(repo):
+    page = repo / "docs" / "workflows.md"
+    text = '--8<-- "examples/wf.yaml"\n\n```yaml title="examples/wf.yaml"\n--8<-- "examples/wf.yaml:2"\n```\n'
+    body = "---\napiVersion: argoproj.io/v1alpha1\nkind: Workflow"
+    assert resolve_includes(text, page, repo, MAX).text == f'```yaml\n{body}\n```\n\n```yaml title="examples/wf.yaml"\n{body}\n```\n'
+
+
+def test_a_code_include_outside_the_root_or_in_git_stays_and_is_reported(repo):
+    (repo / ".git").mkdir()
+    (repo / ".git" / "config.py").write_text("x = 1\n")
+    page = repo / "docs" / "en" / "docs" / "index.md"
+    text = "{* ../../docs_src/nowhere.py *}\n{* ../../.git/config.py *}\n"
+    result = resolve_includes(text, page, repo / "docs", MAX)
+    assert result.text == text
+    assert result.unresolved == ["../../docs_src/nowhere.py (not found inside the source)",
+                                 "../../.git/config.py (not found inside the source)"]
+    assert resolve_includes(text, page, repo, MAX).unresolved[1] == "../../.git/config.py (inside .git)"

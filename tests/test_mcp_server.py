@@ -150,7 +150,7 @@ NOT_TOOL_ARGUMENTS = {
     "--data-dir": "the server's, given when it starts: the data dir of the whole session",
     "--chroma-url": "the server's, given when it starts",
 }
-LIST_ARGUMENTS = {"source", "type", "tag"}  # search.py's repeatable options
+LIST_ARGUMENTS = {"source", "type", "tag", "kind"}  # search.py's repeatable options
 NUMBER_ARGUMENTS = {"top_k": int, "per_file": int, "max_tokens": int, "min_score": float, "recency_half_life": float}
 
 

@@ -95,7 +95,8 @@ def test_html_comments_in_code_are_code_and_one_never_closed_is_text():
 
 
 @pytest.mark.parametrize("line", ["<!--" * 250_000, "` `` <!--" * 100_000, "`` ` <!-- x --> `" * 60_000, "](" * 500_000,
-                                  "![" * 500_000, "<" * 1_000_000])
+                                  "![" * 500_000, "<" * 1_000_000, "# x" + " {#a" * 250_000 + "}",
+                                  "{{< a " * 200_000, "<Tab a=" * 150_000, "!!! a " * 200_000, ":::a [" * 200_000])
 def test_a_hostile_line_of_markup_parses_in_linear_time(line):
     started = time.monotonic()
     parse("markdown", line + "\n-->\n", "hostile.md")
@@ -364,3 +365,23 @@ def test_kinds_by_suffix():
     assert kind_of("x.jsonl") == "jsonl"
     assert kind_of("config.yaml") == "text"
     assert kind_of("photo.png") is None
+
+
+def test_a_table_row_or_a_second_paragraph_line_over_dashes_is_text_and_a_rule_not_a_heading():
+    """CommonMark reads both as setext headings; Python-Markdown (MkDocs) as text and a rule, and so do we."""
+    text = "# Limits\n\n| Limit | Value |\n---\nWrapped paragraph\nsecond line\n---\nafter\n"
+    assert [(s.path, s.text) for s in parse("markdown", text, "l.md").sections] == [
+        (["Limits"], "| Limit | Value |\n---\nWrapped paragraph\nsecond line\n---\nafter")]
+
+
+def test_details_and_summary_keep_their_text():
+    text = "# FAQ\n\n<details><summary>Why does it restart?</summary>\n\nThe probe fails.\n\n</details>\n"
+    assert [s.text for s in parse("markdown", text, "faq.md").sections] == [
+        "<details><summary>Why does it restart?</summary>\n\nThe probe fails.\n\n</details>"]
+
+
+def test_hash_lines_in_indented_code_and_in_a_list_items_fence_are_not_headings_and_crlf_lines_are_lines():
+    text = "# Setup\r\n\r\n    # indented code\r\n\r\n- step\r\n\r\n  ```sh\r\n  # a shell comment\r\n  ```\r\n\r\n## Next\r\nend\r\n"
+    sections = parse("markdown", text, "s.md").sections
+    assert [s.path for s in sections] == [["Setup"], ["Setup", "Next"]]
+    assert "# indented code" in sections[0].text and "# a shell comment" in sections[0].text

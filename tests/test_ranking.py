@@ -1,10 +1,10 @@
-"""From evidence to an order (ranking.py): fusion, page evidence, collections on one scale, recency."""
+"""From evidence to an order (ranking.py): fusion, page evidence, collections on one scale, recency, release history."""
 
 import time
 from dataclasses import replace
 
 from conftest import call_script, hit
-from rag_search.search.ranking import about_the_user, implied_recency_days, rank
+from rag_search.search.ranking import about_the_user, asks_about_history, implied_recency_days, rank
 from rag_search.search.retrieval import SearchOptions
 
 PLAIN = SearchOptions(lead=0.0)  # reciprocal rank fusion alone
@@ -277,3 +277,51 @@ def test_the_one_page_holding_an_identifier_of_the_question_is_not_ranked_below_
         assert rank(candidates, SearchOptions(mode=mode))[0] == "exact", mode
     assert rank(candidates, SearchOptions(mode="dense"))[0] != "exact"  # meaning alone, as asked
     assert rank(candidates, SearchOptions(exact_identifiers=False))[0] != "exact"
+
+
+def history_candidates():
+    """A changelog entry first in both lists (it names the question's words in passing), and the guide that answers,
+    second in both with two supporting sections."""
+    candidates = {"entry": hit("entry", "CHANGES.rst", score=0.64, dense=1, lexical_rank=1, heading="Version 2.0.1")}
+    candidates["guide"] = hit("guide", "server.rst", score=0.62, dense=2, lexical_rank=2, heading="Server > Reloader")
+    for n in range(2):
+        candidates[f"guide-{n}"] = hit(f"guide-{n}", "server.rst", score=0.6, dense=3 + n, lexical_rank=3 + n,
+                                       heading=f"Server > Part {n}")
+    candidates["entry"].metadata["page_kind"] = "changelog"
+    for chunk_id in ("guide", "guide-0", "guide-1"):
+        candidates[chunk_id].metadata["page_kind"] = "guide"
+    return candidates
+
+
+def test_release_history_weighs_less_with_a_history_penalty_even_when_it_ranks_better_in_both_lists():
+    """pytest's changelog came first for questions its guides answer: it matches most words in passing. With
+    history_penalty, a changelog chunk's key weighs 1 - penalty, and its page is not lifted back above a guide's by
+    ranking better in both lists (which would undo the weight where it matters: the changelog first in both)."""
+    assert rank(candidates := history_candidates(), SearchOptions())[0] == "entry"
+    assert "history" not in candidates["entry"].explain
+    order = rank(candidates := history_candidates(), SearchOptions(history_penalty=0.5))
+    assert order[0] == "guide"
+    assert candidates["entry"].explain["history"] == 0.5 and "history" not in candidates["guide"].explain
+    fused_only = SearchOptions(docs_page_bonus=0.0, docs_page_closeness=0.0)  # the entry's key alone is the larger
+    assert rank(history_candidates(), replace(fused_only, history_penalty=0.05))[0] == "entry", "a small weight, a small effect"
+    assert rank(history_candidates(), replace(fused_only, history_penalty=0.5))[0] == "guide"
+
+
+def test_a_page_without_a_kind_is_not_weighed_as_history():
+    """An index built before page kinds: no chunk has one, and the order is as without the penalty."""
+    candidates = history_candidates()
+    for found in candidates.values():
+        del found.metadata["page_kind"]
+    assert rank(candidates, SearchOptions(history_penalty=0.9))[0] == "entry"
+
+
+def test_a_question_about_a_version_a_release_or_a_change_asks_about_history():
+    for question in ("what's new in Flask 2.0?", "What changed in 3.1", "which version added async views?",
+                     "is send_file deprecated?", "why was the --strict flag removed", "how do I upgrade to pytest 8",
+                     "migrate from nose to pytest", "breaking changes in the last release", "new in v2",
+                     "since version 7, how are markers registered?", "when was this released?", "changelog of requests"):
+        assert asks_about_history(question), question
+    for question in ("how do I run a job every weekday at 6:45?", "why keep the lock file in version control",
+                     "reload the server when code changes", "how do I change the port?", "since I use Docker, where do logs go?",
+                     "parametrize a fixture"):
+        assert not asks_about_history(question) or "version" in question, question

@@ -54,6 +54,10 @@ def test_a_missing_registry_is_empty(tmp_path):
         ([{**GIT, "version": 1.3}], '"version" must be a string'),
         ([{**GIT, "version": "--upload-pack=touch /tmp/x"}], '"version" \'--upload-pack=touch /tmp/x\' is not a git tag'),
         ([{**GIT, "path": "docs\n"}], '"path" must not contain control characters'),
+        ([{**GIT, "globs": ["**/*.rst"]}], 'give "globs" (a list) and not also "glob"'),
+        ([{**LOCAL, "globs": "**/*.md"}], '"globs" must be a list of strings'),
+        ([{**LOCAL, "exclude": []}], '"exclude" must not be empty'),
+        ([{**WEB, "exclude": ["blog/\n"]}], '"exclude" must not contain control characters'),
         (["k0s"], "source #1 is not an object"),
     ],
 )

@@ -11,7 +11,7 @@ import json
 import pytest
 
 from conftest import add_source, call_script, index_docs, store_contents
-from rag_search.safety.secrets import redact
+from rag_search.safety.secrets import redact, redact_document
 from webserver import DocsSite, Page, html_page
 
 
@@ -227,3 +227,47 @@ def test_a_document_redacted_before_another_showed_its_value_is_named_for_redact
     assert ADMIN_KEY in again and census.flipped() == []
     alone = redact_document("markdown", f"X-API-KEY: {PASTED}", True, census.documented("c.md"))[0]
     assert PASTED not in alone and census.flipped() == []
+
+
+REAL = "Xk9vQ2mZ7pL4" + "wq8Rt"  # 17 random characters: a real password
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "bootstrap.servers=SASL_SSL://user:{sasl_password}@broker:9093",
+        'url = "kafka://user:{sasl_password}@broker:9093"',
+        'sasl.password = "{sasl_password}"',
+        'AccountKey="{InsertAccountPrimaryKeyHere}"',
+        'conn = "DefaultEndpointsProtocol=https;AccountName=acct;AccountKey={InsertAccountPrimaryKeyHere}"',
+        'api_key = "<your-key>"',
+        "Authorization: Bearer <YOUR_API_TOKEN>",
+        'password: "${TOKEN}"',
+        '{"password": "{sasl_password}"}',
+    ],
+)
+def test_a_placeholder_written_in_braces_or_angle_brackets_is_kept_in_documentation(text):
+    assert redact(text, documentation=True) == (text, {})
+    assert "REDACTED" not in redact_document("json" if text.startswith("{") else "markdown", text, True)[0]
+
+
+@pytest.mark.parametrize("text", ['url = "kafka://user:{sasl_password}@broker:9093"', 'sasl.password = "{sasl_password}"',
+                                  'AccountKey="{InsertAccountPrimaryKeyHere}"'])
+def test_a_personal_note_keeps_redacting_a_password_in_braces(text):
+    assert redact(text)[1], "notes keep today's rule: a quoted value under a password key is a password"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        f"SASL_SSL://user:{REAL}@broker:9093",
+        f"bootstrap.servers=SASL_SSL://user:{{sasl_password}}@broker:9093\nsasl.password = \"{REAL}\"",
+        f'AccountKey="{{InsertAccountPrimaryKeyHere}}"\nAccountKey="{REAL}"',
+        f"Authorization: Bearer <YOUR_API_TOKEN>\nAuthorization: Bearer {REAL}",
+        f'password = "{{{REAL}}}"',  # braces around a random value: not a slot to fill in
+    ],
+)
+def test_a_real_password_beside_a_placeholder_is_redacted_in_documentation_and_notes(text):
+    for documentation in (True, False):
+        redacted, found = redact(text, documentation=documentation)
+        assert REAL not in redacted and found, (documentation, redacted)

@@ -16,6 +16,7 @@ from gitrepo import GitRepo
 from rag_search.safety.secrets import is_secret_file, redact
 from rag_search.sources.files import walk_root
 from rag_search.sources.git import _tree_files
+from rag_search.sources.specs import GitSource, Selection
 
 GITHUB_TOKEN = "ghp_" + "R7x2Kq9LmW4pZs8T" * 2 + "Vb3N"
 AWS_KEY_ID = "AKIA" + "Q7ZK3M9XW2RT5YHP"
@@ -149,10 +150,11 @@ def test_git_tree_leaves_out_secret_files_whatever_the_glob(tmp_path):
     origin.write({"docs/guide.md": "# Guide", "docs/credentials.json": "{}", "docs/.env": "A=1", "docs/tls/server.key": "k",
                   "src/id_rsa": "k"})
     commit = origin.commit("docs")
-    files, secret_files, includable = _tree_files(git.Repo(origin.path), commit, "docs", "**/*")
-    assert list(files) == ["docs/guide.md"]
-    assert sorted(secret_files) == ["docs/.env", "docs/credentials.json", "docs/tls/server.key"]
-    assert list(includable) == ["docs/guide.md"], "a credential file is not even offered to includes"
+    spec = GitSource("proj", "Project", origin.url, "docs", Selection(("**/*",)))
+    tree = _tree_files(git.Repo(origin.path), commit, spec)
+    assert list(tree.files) == ["docs/guide.md"]
+    assert sorted(tree.secret_files) == ["docs/.env", "docs/credentials.json", "docs/tls/server.key"]
+    assert list(tree.blobs) == ["docs/guide.md"], "a credential file is not even offered to includes"
 
 
 def test_no_secret_reaches_the_store_end_to_end(tmp_path):

@@ -90,7 +90,11 @@ def test_a_git_path_that_lists_nothing_keeps_the_source(tmp_path):
     assert moved.code == 9, moved
     assert moved.json["sources"][0]["status"] == "failed"
     assert files_in_store(data, "docs") == before
-    assert index_docs(data, "--all", "--full").code == 0, "--full says the shrink is intended"
+    rebuild = index_docs(data, "--all", "--full")
+    assert rebuild.code == 9 and "--allow-shrink" in rebuild.stderr, "a rebuild is not published without the emptied path"
+    assert files_in_store(data, "docs") == before
+    allowed = index_docs(data, "--all", "--full", "--allow-shrink")
+    assert allowed.code == 10 and allowed.json["empty"] == ["proj"], "--allow-shrink publishes it; the source is empty"
     assert files_in_store(data, "docs") == {}
 
 
@@ -145,7 +149,7 @@ def test_git_user_data_that_looks_like_options_is_data(tmp_path):
         ("version", "-v1", '"version"'),
         ("version", "v1.lock", '"version"'),
         ("path", "../outside", '"path"'),
-        ("glob", "", '"glob"'),
+        ("glob", "", '"globs"'),
         ("url", "--upload-pack=evil", '"url"'),
         ("url", "ext::sh -c touch% /tmp/pwned", '"url"'),
     ],

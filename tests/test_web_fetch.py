@@ -245,7 +245,8 @@ def test_a_text_page_served_empty_fails(site, fetcher):
 def test_page_urls_are_absolute_same_host_unique_and_ordered(site, fetcher):
     pages = ["install/", "sync-options/", "./install/", "install/#log-in", "/blog/", "notes.md"]
     off_host = ["http://example.invalid/docs/x/", "https://127.0.0.1/docs/", f"http://127.0.0.1:{site.httpd.server_port + 1}/docs/"]
-    urls, warnings, problem = fetcher.page_urls(site.url, pages + off_host)
+    found = fetcher.page_urls(site.url, pages + off_host)
+    urls, warnings, problem = found.urls, found.warnings, found.problem
     assert problem is None
     assert urls == [site.url + "install/", site.url + "sync-options/", site.origin + "/blog/", site.url + "notes.md"]
     assert warnings == [f"page {url} is not on {site.origin}: skipped" for url in off_host]
@@ -253,7 +254,8 @@ def test_page_urls_are_absolute_same_host_unique_and_ordered(site, fetcher):
 
 
 def test_sitemap_adds_its_pages_under_the_base_folder(site, fetcher, sent):
-    urls, warnings, problem = fetcher.page_urls(site.url, ["notes.md", "install/"], sitemap="sitemap.xml")
+    found = fetcher.page_urls(site.url, ["notes.md", "install/"], sitemap="sitemap.xml")
+    urls, warnings, problem = found.urls, found.warnings, found.problem
     assert problem is None, "entries outside the base folder are a warning, not a gap"
     assert urls == [site.url + "notes.md", site.url + "install/", site.url + "sync-options/"]
     assert warnings == [f"sitemap {site.url}sitemap.xml: 2 entries outside {site.url} skipped, e.g. http://example.invalid/docs/elsewhere/"]
@@ -261,15 +263,15 @@ def test_sitemap_adds_its_pages_under_the_base_folder(site, fetcher, sent):
 
 
 def test_sitemap_index_is_followed_one_level(site, fetcher):
-    urls, _, _ = fetcher.page_urls(site.url, [], sitemap=site.url + "sitemap-index.xml")
-    assert urls == [site.url + "sync-options/", site.url + "install/", site.url + "notes.md"]
+    found = fetcher.page_urls(site.url, [], sitemap=site.url + "sitemap-index.xml")
+    assert found.urls == [site.url + "sync-options/", site.url + "install/", site.url + "notes.md"]
 
 
 def test_sitemap_index_inside_an_index_is_not_followed(site, fetcher):
     site.pages["/docs/more-sitemap.xml"] = site.pages["/docs/sitemap-index.xml"]
-    urls, _, problem = fetcher.page_urls(site.url, [], sitemap="sitemap-index.xml")
-    assert urls == [], "an unusable part makes the whole sitemap unusable: the listing is incomplete"
-    assert problem == f"sitemap {site.url}more-sitemap.xml: a sitemap index inside a sitemap index is not followed"
+    found = fetcher.page_urls(site.url, [], sitemap="sitemap-index.xml")
+    assert found.urls == [], "an unusable part makes the whole sitemap unusable: the listing is incomplete"
+    assert found.problem == f"sitemap {site.url}more-sitemap.xml: a sitemap index inside a sitemap index is not followed"
 
 
 @pytest.mark.parametrize(
@@ -286,16 +288,26 @@ def test_sitemap_index_inside_an_index_is_not_followed(site, fetcher):
 def test_an_unusable_sitemap_makes_the_listing_incomplete(site, fetcher, sent, sitemap, warning):
     site.pages["/docs/broken.xml"] = Page("<urlset><url><loc>", "application/xml")
     site.pages["/docs/feed.xml"] = Page('<feed xmlns="http://www.w3.org/2005/Atom"/>', "application/atom+xml")
-    urls, warnings, problem = fetcher.page_urls(site.url, ["install/"], sitemap=sitemap)
-    assert urls == [site.url + "install/"] and warnings == []
-    assert problem.endswith(": " + warning.format(origin=site.origin)), "a sitemap that cannot be used makes the listing incomplete"
+    found = fetcher.page_urls(site.url, ["install/"], sitemap=sitemap)
+    assert found.urls == [site.url + "install/"] and found.warnings == []
+    assert found.problem is not None, "a sitemap that cannot be used makes the listing incomplete"
+    assert found.problem.endswith(": " + warning.format(origin=site.origin))
     assert all(url.startswith(site.origin + "/") for url in sent)
 
 
 def test_page_list_is_capped_at_max_pages(site):
-    urls, warnings, _ = WebFetcher(max_pages=2).page_urls(site.url, ["a/", "b/", "c/"])
-    assert urls == [site.url + "a/", site.url + "b/"]
-    assert warnings == ["3 pages found; only the first 2 are used (max_pages)"]
+    found = WebFetcher(max_pages=2).page_urls(site.url, ["a/", "b/", "c/"])
+    assert found.urls == [site.url + "a/", site.url + "b/"]
+    assert found.warnings == ["3 pages found; only the first 2 are used (max_pages)"]
+
+
+def test_excluded_pages_are_left_out_before_the_max_pages_cap(site):
+    from rag_search.sources.specs import path_matcher
+
+    pages = ["news/2024/", "changelog.html", "a/", "news/2025/", "b/", "guide/changelog/"]
+    found = WebFetcher(max_pages=2).page_urls(site.url, pages, excluded=path_matcher(("news/", "changelog*")))
+    assert found.urls == [site.url + "a/", site.url + "b/"], "an excluded page uses none of the page budget"
+    assert found.excluded == 4 and found.warnings == []
 
 
 @pytest.mark.parametrize("base_url", ["ftp://example.invalid/docs/", "docs/", "file:///srv/docs/"])

@@ -25,6 +25,7 @@ from .errors import (
 )
 
 INDEX_EXIT_CODES = (0, 1, 2, 4, 5, 6, 7, 8, 9)  # what the scripts that write the index can return
+DOCS_INDEX_EXIT_CODES = (*INDEX_EXIT_CODES, 10)  # and those that index doc sources, one of which may match nothing
 STOPPED_HINT = ("the index published before still serves (a stopped index run publishes nothing and removes its unfinished "
                 "work); run the command again if it is still needed")
 

@@ -15,6 +15,7 @@ EXIT_CONFIG = 6  # bad input: config file, sources.json, a missing root
 EXIT_STORE = 7  # the store cannot be created, written or opened
 EXIT_BUSY = 8  # another index run holds the writer lock
 EXIT_PARTIAL = 9  # some sources failed; the others were indexed
+EXIT_EMPTY = 10  # a doc source matched no file (status "empty"); the others were indexed
 EXIT_INTERRUPTED = 130  # Ctrl-C (SIGINT): 128 + the signal's number, as a shell reports it
 EXIT_TERMINATED = 143  # SIGTERM (systemd stopping the timer's run, a kill): 128 + 15
 STOPPED_EXITS = (EXIT_INTERRUPTED, EXIT_TERMINATED)  # every script can be stopped, so every --help lists them
@@ -32,6 +33,8 @@ EXIT_MEANINGS = {
     EXIT_STORE: "store cannot be created, written or opened",
     EXIT_BUSY: "another index run is in progress",
     EXIT_PARTIAL: "some sources failed; the others were indexed",
+    EXIT_EMPTY: "a doc source matched no file (status empty: the warning names its globs and the file types seen); "
+                "fix its --path, --glob or --exclude",
     EXIT_INTERRUPTED: "interrupted (Ctrl-C): an index run publishes nothing of its unfinished work",
     EXIT_TERMINATED: "stopped by SIGTERM (e.g. systemctl stop): as for Ctrl-C",
 }

@@ -37,11 +37,13 @@ from ..store.store import fingerprint
 from ..store.store_writer import StoreWriter
 from ..text import parsing
 from ..text.chunking import Chunk, Chunker
+from ..text.page_kind import page_kind
 from ..text.sections import ParsedFile, ParseError
 
 log = logging.getLogger("rag_search")
 
 FLUSH_CHUNKS = 512  # chunks buffered before embedding and writing: bounds memory
+DOCS = "docs"  # the collection whose pages have a kind (page_kind.py: guide, reference, changelog, blog); personal files none
 HELD_BYTES = 64 * 1024 * 1024  # documentation text kept to redact again (a value it redacted shown later): bounds memory
 
 
@@ -161,6 +163,8 @@ class IndexWriter:
         found = Counter(found) + Counter(dict(found_in_file)) + Counter(found_in_metadata)
         parsed = parsing.parse(document.kind, text, PurePosixPath(file).name)
         chunks = self._chunks(parsed)
+        if self.store.name == DOCS:
+            parsed.metadata["page_kind"] = page_kind(file.removeprefix(f"{document.source_id}/"), parsed, text)
         if found:
             log.info("%s: redacted %s", file, ", ".join(f"{count} {kind}" for kind, count in sorted(found.items())))
         self.stats.redacted += sum(found.values()) - self._redactions.get(document.key, 0)

@@ -27,6 +27,10 @@ Two rules protect what was indexed:
   whose documents answer "gone" (HTTP 404) until less than half is left: the
   source fails and nothing is removed, unless the run says the shrink is
   intended (--allow-shrink or --full).
+
+Documents the source's own settings now leave out (a narrower glob, a new
+exclude pattern, another path: `Listing.deselected`) are removed as the change
+the user made; the outage rule weighs only what the settings still select.
 """
 
 import hashlib
@@ -88,6 +92,10 @@ def _no_dependencies(path: str) -> str | None:
     return None
 
 
+def _none_deselected(key: str) -> bool:
+    return False
+
+
 @dataclass
 class Listing:
     documents: list[Listed]
@@ -98,6 +106,7 @@ class Listing:
     details: dict = field(default_factory=dict)  # for the run summary
     context: dict = field(default_factory=dict)  # what every document's metadata depends on (a git version, commit, URL)
     dependency: Callable[[str], str | None] = _no_dependencies  # the identity now of a file a document includes
+    deselected: Callable[[str], bool] = _none_deselected  # an indexed key the source's own settings now leave out
 
     def identity(self, own: str | None, depends: list[str]) -> str | None:
         """A document's identity: its own, the context's and that of each file it includes (None: unknown until loaded)."""
@@ -170,9 +179,13 @@ def reconcile(writer: IndexWriter, known: dict[str, DocumentRecord], listing: Li
     """Bring the documents `known` for a source in line with its `listing`; the writer is flushed at the end."""
     allowed = full or allow_shrink
     listed = len(listing.documents) + len(listing.skipped)
+    deselected = {key for key in known if listing.deselected(key)}
+    selected = len(known) - len(deselected)
     if listing.complete:
-        check_shrink(label, len(known), listed, allowed)
+        check_shrink(label, selected, listed, allowed)
     work = plan(known, listing, full)
+    if deselected and listing.complete:
+        log.info("%s: %d document(s) the source's settings no longer select are removed", label, len(deselected))
     report = Report(listed=listed, skipped=[{"file": skip["file"], "reason": skip["reason"]} for skip in listing.skipped])
     report.counts["unchanged"] = len(listing.documents) - len(work.load)
     added: dict[str, str] = {}  # key -> content hash of documents new to the index, to notice moves
@@ -187,7 +200,7 @@ def reconcile(writer: IndexWriter, known: dict[str, DocumentRecord], listing: Li
     report.counts["added"] -= moved
     if gone and not allowed:
         writer.flush()
-        _check_gone(label, len(known), len(known) - len(work.gone) - len(gone), gone)
+        _check_gone(label, selected, selected - len(set(work.gone) - deselected) - len(gone), gone)
     for key in [*work.gone, *gone]:
         writer.remove(key)
     writer.flush()

@@ -37,11 +37,11 @@ class IndexRun:
 
     def check_whole(self, lost: list[str], allowed: bool, hint: str) -> None:
         """The no-shrink rule, for both indexes: a rebuild replaces the whole published index, so it is not published
-        while it would lose `lost` (roots or sources missing, not given or failed), unless `allowed` (--allow-shrink).
+        while it would lose `lost` (roots or sources missing, not given, failed or empty), unless `allowed` (--allow-shrink).
         A run that is not a rebuild keeps whatever it does not reach."""
         if self.store.replacing and lost and not allowed:
             raise SourceFailed(f"a rebuild of the {self.store.name} index would lose the chunks of {', '.join(lost[:3])} "
-                               "(missing, not given or failed), so it was not published and nothing was lost", hint=hint)
+                               "(missing, not given, failed or empty), so it was not published and nothing was lost", hint=hint)
 
     @cached_property
     def pipeline(self) -> Pipeline:

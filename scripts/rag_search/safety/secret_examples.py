@@ -7,6 +7,8 @@ private) get none of this: every span is redacted there. In documentation from g
 
 - Always redacted: provider token formats (gitleaks' rules but its generic jwt and curl ones, and ours), private
   keys, .npmrc auth lines and credentials in URLs (userinfo, `?token=`, `&sig=`; placeholders kept, as in notes).
+- Always kept, whatever the rule that found it: a slot the reader fills in (`{sasl_password}`, `<your-key>`,
+  `${TOKEN}`: secret_values.is_written_placeholder). A note keeps today's rules (a quoted `{...}` password is redacted).
 - JUDGED (key names such as `password=` and `X-API-KEY:`, Authorization headers, `-u user:pass`, JWTs, "the key
   is ..." prose, and 40-character strings shaped like an AWS secret but with no AWS context): kept unless the
   value looks like a real secret. It does not when
@@ -34,7 +36,7 @@ import time
 from collections.abc import Callable
 
 from .gitleaks import entropy
-from .secret_values import is_placeholder
+from .secret_values import is_placeholder, is_written_placeholder
 
 Span = tuple[int, int, str]
 
@@ -83,6 +85,8 @@ class _Judge:
     def example(self, span: Span) -> bool:
         start, end, kind = span
         text, value = self.text, self.value(span)
+        if is_written_placeholder(value):
+            return True
         if self.in_url(span):
             return is_placeholder(value, quoted=True)
         if kind not in JUDGED:
@@ -105,6 +109,8 @@ class _Judge:
 
 def is_example_value(value: str, kind: str, documented: Callable[[str], bool] | None = None) -> bool:
     """The same judgment for a value without its text around it (a JSON string under a secret key)."""
+    if is_written_placeholder(value):
+        return True
     return kind in JUDGED and (not looks_real(value, kind) or (documented is not None and documented(value)))
 
 

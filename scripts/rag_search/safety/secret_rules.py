@@ -81,7 +81,7 @@ _HEADER = re.compile(
     r"(?i)\b(?:proxy-)?authorization[\"']?[ \t]*[:=][ \t]*[\"']?(?:(bearer|basic|token|digest)[ \t]+)?([A-Za-z0-9._~+/=:-]{8,})"
 )
 _BARE_BEARER = re.compile(r"\b(?i:bearer)[ \t]+(?=[A-Za-z0-9._~+/=-]*[0-9])([A-Za-z0-9._~+/=-]{20,})")
-_URL_USERINFO = re.compile(r"\b([a-zA-Z][a-zA-Z0-9+.-]{1,20}://)([^\s:/?#@\"'<>\[\]]*):([^\s/?#@\"'<>]+)@(?=[^\s/?#@\"'<>]*[A-Za-z0-9\]])")
+_URL_USERINFO = re.compile(r"\b([a-zA-Z][\w+.-]{1,20}://)([^\s:/?#@\"'<>\[\]]*):([^\s/?#@\"'<>]+)@(?=[^\s/?#@\"'<>]*[A-Za-z0-9\]])")
 _MEETING_LINK = re.compile(r"https?://[^\s/]*zoom[^\s/]*\.[a-z]+/", re.I)
 _JSON_ESCAPE = re.compile(r"\\u00([2-7][0-9a-fA-F])|\\/")
 

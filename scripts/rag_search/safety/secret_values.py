@@ -4,6 +4,8 @@
   says whether it names a secret. Strong keys (the password family, qualified *_key, client-key-data, `sig`) get any
   value redacted but placeholders; weak keys (token, auth, secret, credentials) only values that `looks_like_credential`
   (not `my-tls-secret`, a Kubernetes object name).
+- Slots to fill in (`is_written_placeholder`: `{sasl_password}`, `<your-key>`, `${TOKEN}`) are how documentation
+  writes a value the reader supplies; only documentation asks (secret_examples.py), as a note may hold `{...}` itself.
 - References always survive (`is_reference`): empty values, booleans, references and templates (`${VAR}`,
   `{{ ... }}`, `<...>`, `os.environ[...]`), masks (`xxxx`, `****`), elided values (`...`), code, password hashes,
   paths to key files and unquoted prose. Placeholders (`is_placeholder`: also values under 6 characters, letters-only
@@ -210,6 +212,21 @@ def kept_under(key: str, value: str, quoted: bool = False) -> bool:
     v = value.strip()
     last = [word for word in re.split(r"[^a-z]+", key.lower()) if word][-1:] or [""]
     return len(v) < 4 or is_reference(v, quoted) or v.lower() == last[0] or bool(_IDENTIFIER_PATH.fullmatch(v))
+
+
+_SLOT = re.compile(r"\{(?P<a>[^{}]+)\}|<(?P<b>[^<>]+)>|\$\{(?P<c>[^{}]+)\}|\{\{\s*(?P<d>[^{}]+?)\s*\}\}")
+_SLOT_NAME = re.compile(r"[A-Za-z][A-Za-z0-9]*(?:[-_. ][A-Za-z0-9]+)*")
+
+
+def is_written_placeholder(value: str) -> bool:
+    """True for a slot the reader fills in, written in braces or angle brackets around words (`{sasl_password}`,
+    `{InsertAccountPrimaryKeyHere}`, `<your-key>`, `<YOUR_API_TOKEN>`, `${TOKEN}`); not for a random value in braces."""
+    slot = _SLOT.fullmatch(value.strip().strip("\"'`"))
+    name = slot and next(group for group in slot.groups() if group is not None)
+    if not name or not _SLOT_NAME.fullmatch(name):
+        return False
+    words = [word for word in _CAMEL.findall(name) if not word.isdigit()]
+    return bool(words) and sum(map(len, words)) >= 3 * len(words) and len(re.findall(r"\d+", name)) <= 1
 
 
 def looks_like_credential(value: str) -> bool:

@@ -27,6 +27,9 @@ into an order, and writes into the evidence what it used, for --explain.
   list, of pages), but never rises above a page whose best chunk ranks better in
   both lists; and these bonuses order pages within a collection only: the
   collections take turns by their chunks' evidence.
+- Release history (--kind changelog pages: changelogs, release notes) weighs less
+  (history_penalty), unless the question asks about a version, a release or a
+  change: it matches most questions in passing, and the guide answers them.
 - Exact identifiers: the one page of a collection that holds an identifier the
   question names (a ticket id, a version, a code span) comes before every page
   that lacks it, in hybrid and keyword modes.
@@ -62,6 +65,19 @@ _RECENT_TIMES = (
     (re.compile(r"\b(?:recent|recently|lately)\b", re.IGNORECASE), 14.0),
     (re.compile(r"\b(?:(?:last|this|past) month)\b", re.IGNORECASE), 30.0),
 )
+
+
+# A question about a version, a release or a change: release history may answer it, and keeps its full weight.
+_ABOUT_HISTORY = re.compile(
+    r"\bv?\d+\.\d+(?:\.\d+)*\b|\bv\d+\b|\b(?:versions?|releases?|released|releasing|change ?logs?|changed|breaking|"
+    r"deprecat\w*|removed|removal|upgrad\w*|migrat\w*|backwards? compatib\w*|no longer)\b|"
+    r"\bwhat'?s new\b|\bnew in\b|\bsince (?:v?\d|version|release|when)\b", re.IGNORECASE)
+
+
+def asks_about_history(query: str) -> bool:
+    """Whether the question asks about a version, a release or a change ("new in 2.0", "why was X deprecated", "how do
+    I upgrade"), which release history answers."""
+    return bool(_ABOUT_HISTORY.search(query))
 
 
 def implied_recency_days(query: str) -> float | None:
@@ -139,8 +155,8 @@ def leads(candidates: dict[str, Hit], options) -> dict[str, float]:
 
 
 def _fused(hit: Hit, options, weights: dict[str, float], lead: float) -> float:
-    """The chunk's fused key: RRF of its ranks in its collection, plus any lead, times its collection's weight and any
-    recency boost."""
+    """The chunk's fused key: RRF of its ranks in its collection, plus any lead, times its collection's weight, any
+    recency boost and the weight of release history."""
     evidence = hit.evidence
     key = 0.0
     if evidence.dense_rank is not None:
@@ -159,6 +175,9 @@ def _fused(hit: Hit, options, weights: dict[str, float], lead: float) -> float:
         boost = 1.0 + 0.5 * math.pow(0.5, age_days / options.recency_half_life_days)
         evidence.recency = round(boost, 4)
         key *= boost
+    if options.history_penalty and hit.metadata.get("page_kind") == "changelog":
+        evidence.history = round(1.0 - options.history_penalty, 4)
+        key *= 1.0 - options.history_penalty
     return key
 
 
@@ -223,14 +242,21 @@ def _with_closeness(order: list[_Page], candidates: dict[str, Hit], options) -> 
 
 
 def _dominated_last(order: list[_Page], candidates: dict[str, Hit]) -> list[_Page]:
-    """`order`, except that a page whose best chunk ranks better in both lists than another page's comes before it."""
+    """`order`, except that a page whose best chunk ranks better in both lists than another page's comes before it
+    (release history weighed down, never before a page that is not)."""
     placed: list[_Page] = []
     for page in order:
         at = len(placed)
-        while at and _better_in_both(candidates[page.ids[0]], candidates[placed[at - 1].ids[0]]):
+        while at and _lifted_over(candidates[page.ids[0]], candidates[placed[at - 1].ids[0]]):
             at -= 1
         placed.insert(at, page)
     return placed
+
+
+def _lifted_over(hit: Hit, other: Hit) -> bool:
+    """Whether `hit`'s page goes before `other`'s: better in both lists, unless only `hit` was weighed as history."""
+    held_back = hit.evidence.history is not None and other.evidence.history is None
+    return not held_back and _better_in_both(hit, other)
 
 
 def _better_in_both(hit: Hit, other: Hit) -> bool:

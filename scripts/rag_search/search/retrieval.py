@@ -43,6 +43,7 @@ class SearchOptions:
     until: float | None = None
     types: list[str] | None = None  # record types, any of them
     tags: list[str] | None = None  # tags, every one of them
+    kinds: list[str] | None = None  # documentation page kinds (page_kind.KINDS), any of them
     min_score: float | None = None  # on the cosine score
     per_file: int = 2  # at most this many chunks of one file; 0 = no limit
     recency_half_life_days: float | None = None  # personal chunks: newer ranks higher
@@ -87,6 +88,10 @@ class SearchOptions:
     # Hybrid and lexical: the one page of a collection that holds an identifier of the question (lexical.identifiers)
     # is ranked below no page that lacks it (ranking.holders_first).
     exact_identifiers: bool = True
+    # Hybrid: a chunk of release history (page_kind "changelog": changelogs, release notes, announcements) weighs
+    # 1 - history_penalty, so the guides come first, unless the question asks about a version, a release or a change
+    # (ranking.asks_about_history). 0: no effect (the weight is to be measured: bench/eval_rst.py --variant).
+    history_penalty: float = 0.0
     # Hybrid: a keyword match scoring below this is left out of the fusion. BM25 weighs a term in half the chunks or
     # more at about zero (a product's name in its own docs: "Who is Linkerd for?"), and such a list's ranks say nothing.
     min_bm25: float = 0.01
@@ -94,7 +99,7 @@ class SearchOptions:
     @property
     def filters(self) -> Filters:
         return Filters(tuple(self.sources or ()), self.since, self.until, tuple(self.types or ()),
-                       tuple(normalize_tag(tag) for tag in self.tags or ()))
+                       tuple(normalize_tag(tag) for tag in self.tags or ()), tuple(self.kinds or ()))
 
 
 @dataclass
@@ -264,9 +269,12 @@ class Searcher:
 
 def search(stores: dict[str, Store], query: str, vector: np.ndarray, options: SearchOptions, reranker=None) -> SearchResult:
     """Rank chunks of the `stores` for `query` (embedded as `vector`) as `options` say; a question naming a recent time
-    ("yesterday", "last week") ranks recent personal chunks higher unless a recency half-life is set."""
+    ("yesterday", "last week") ranks recent personal chunks higher unless a recency half-life is set, and one about a
+    version, a release or a change keeps release history at full weight."""
     if options.recency_half_life_days is None and (implied := ranking.implied_recency_days(query)):
         options = replace(options, recency_half_life_days=implied)
+    if options.history_penalty and ranking.asks_about_history(query):
+        options = replace(options, history_penalty=0.0)
     total = sum(store.chunk_count() for store in stores.values())
     candidates: dict[str, Hit] = {}
     if options.mode in ("hybrid", "dense"):

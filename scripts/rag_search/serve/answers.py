@@ -63,7 +63,7 @@ def _options(args: argparse.Namespace, settings: Settings):
     from ..search.retrieval import SearchOptions
 
     return SearchOptions(top_k=args.top_k, mode=args.mode, sources=args.source, since=args.since, until=args.until,
-                         types=args.types, tags=args.tags, min_score=args.min_score, per_file=args.per_file,
+                         types=args.types, tags=args.tags, kinds=args.kinds, min_score=args.min_score, per_file=args.per_file,
                          recency_half_life_days=settings.recency_half_life_days)
 
 

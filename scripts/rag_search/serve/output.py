@@ -53,6 +53,7 @@ def result_payload(result: "SearchResult", metadata_only: bool = False, explain:
             "source": hit.collection,
             "file": file,
             "id": hit.id,
+            **({"kind": hit.metadata["page_kind"]} if "page_kind" in hit.metadata else {}),
             "chunk": None if metadata_only else hit.text,
             "metadata": metadata,
         }
@@ -205,6 +206,7 @@ def status_text(report: dict) -> str:
         sources = sources["indexed"]
     for source in sources:
         lines.append(f"source {source['id']}: {source['documents']} documents, last indexed {source.get('last_indexed') or 'never'}"
+                     + (f", last run: {source['last_status']}" if source.get("last_status") not in (None, "ok") else "")
                      + (f", last error: {source['last_error']}" if source.get("last_error") else ""))
     searcher = report["resident"]
     lines.append(f"resident searcher: pid {searcher['pid']} since {searcher['since']}, {searcher['answers']} answers, "

@@ -38,6 +38,7 @@ from ..core import dates
 from ..core.cli import error_payload, non_empty
 from ..core.config import Settings
 from ..core.errors import EXIT_FAILURE, EXIT_USAGE, RagSearchError, UsageError
+from ..text.page_kind import PageKind
 from . import answers, memory, memory_edits
 from .warm import WarmIndex
 
@@ -60,6 +61,9 @@ def _listed(value):
 # A filter's values (source, type, tag): a list, or one string taken as the list of it; none of them blank.
 Names = Annotated[list[Annotated[str, AfterValidator(_filter_value)]] | None,
                   BeforeValidator(_listed, json_schema_input_type=str | list[str] | None)]
+
+# Page kinds (--kind): a list, or one string taken as the list of it.
+Kinds = Annotated[list[PageKind] | None, BeforeValidator(_listed, json_schema_input_type=str | list[str] | None)]
 
 FRESHNESS_PAUSE = 1.0  # seconds between two looks at the personal roots: a burst of calls pays for one walk
 
@@ -109,6 +113,8 @@ class RagSearchServer:
         until: Annotated[str | None, Field(description="only chunks dated on or before (same forms as since)")] = None,
         type: Annotated[Names, Field(description="only records of these types (any of them): decision, lesson_learned…")] = None,
         tag: Annotated[Names, Field(description="only records and notes with these tags (all of them, whole tags)")] = None,
+        kind: Annotated[Kinds, Field(description="only documentation pages of these kinds (any of them): guide, reference, "
+                                                 "changelog (release notes, announcements), blog")] = None,
         min_score: Annotated[float | None, Field(ge=0, le=1, description="drop results whose cosine score is below")] = None,
         per_file: Annotated[int, Field(ge=0, le=100, description="at most this many chunks per file, 0 = no limit")] = 2,
         max_tokens: Annotated[int | None, Field(ge=1, description="at most about this many tokens of answer as printed")] = None,
@@ -124,7 +130,7 @@ class RagSearchServer:
 
         Results: rank, score (cosine 0-1), source, file, id, chunk, metadata (heading, date, url or path, version)."""
         return await self._answer(answers.search, query=query, index=index, top_k=top_k, mode=mode, source=source, since=since,
-                                  until=until, types=type, tags=tag, min_score=min_score, per_file=per_file,
+                                  until=until, types=type, tags=tag, kinds=kind, min_score=min_score, per_file=per_file,
                                   max_tokens=max_tokens, metadata_only=metadata_only, recency_half_life=recency_half_life,
                                   rerank=rerank, explain=explain, verbose=verbose, no_refresh=no_refresh)
 

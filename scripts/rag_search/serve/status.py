@@ -115,7 +115,7 @@ def _doc_sources(settings: Settings, store: Store | None) -> list[dict] | dict:
             "documents": store.document_count(spec.id) if store is not None else 0,
             "chunks": store.chunk_count(spec.id) if store is not None else 0,
             **({"version": spec.version, "commit": state.get("commit")} if isinstance(spec, GitSource) else {}),
-            **{key: entry.get(key) for key in ("last_indexed", "last_attempt", "last_error")},
+            **{key: entry.get(key) for key in ("last_indexed", "last_attempt", "last_status", "last_error")},
         })
     if store is not None:
         report += [{**_indexed(store, source_id), "registered": False, "hint": "index_docs.py --all removes it"}

@@ -3,6 +3,9 @@
 A source that fails (dead URL, auth failure, a tag that does not exist, a
 listing that shrank) is reported and skipped; what it indexed before stays
 searchable, and its saved state and `last_indexed` move on only when it completes.
+A source whose listing is complete and holds nothing ends "empty", with a warning
+naming its globs and the file types it saw: a tree of another format than its
+globs (a Sphinx tree and `**/*.md`) says so instead of indexing nothing as "ok".
 """
 
 import logging
@@ -56,9 +59,13 @@ def _index_one(store: StoreWriter, pipeline: Pipeline, spec: SourceSpec, setting
         listing = _listing(spec, settings, store, fetcher)
         report = reconcile(writer, store.documents(spec.id), listing, spec.id, full=full, allow_shrink=allow_shrink, quiet=quiet)
         status, error = _status(listing, report)
-        if status == "ok":
+        if status in ("ok", "empty"):
             store.set_source_state(spec.id, listing.state or {})
-        summary.update(status=status, **({"error": error} if error else {}), **listing.details, **report.summary(),
+        notice = {"error": error} if error else {}
+        if status == "empty":
+            notice = {"warning": nothing_matched(spec, listing.details.get("seen"))}
+            log.warning("%s", notice["warning"])
+        summary.update(status=status, **notice, **listing.details, **report.summary(),
                        embedded=writer.stats.embedded, chunks_added=writer.stats.chunks_added,
                        chunks_removed=writer.stats.chunks_removed, redacted=writer.stats.redacted)
     except (SourceFailed, IndexWriteError) as exc:
@@ -88,7 +95,10 @@ def _listing(spec: SourceSpec, settings: Settings, store: Store, fetcher: WebFet
 
 
 def _status(listing: Listing, report: Report) -> tuple[str, str | None]:
-    """ok, partial (some documents failed to load, or the listing is incomplete) or failed (every document failed)."""
+    """ok, empty (a complete listing of nothing), partial (some documents failed to load, or the listing is
+    incomplete) or failed (every document failed)."""
+    if listing.complete and not listing.documents and not listing.skipped:
+        return "empty", None
     if report.failed and len(report.failed) == len(listing.documents):
         first = report.failed[0]
         return "failed", f"every document failed, e.g. {first['file']}: {first['reason']}"
@@ -99,8 +109,18 @@ def _status(listing: Listing, report: Report) -> tuple[str, str | None]:
     return "ok", None
 
 
+def nothing_matched(spec: SourceSpec, seen: dict[str, int] | None) -> str:
+    """The one line an empty source warns with: what it looked for, and the file types it saw instead."""
+    if isinstance(spec, WebSource):
+        return f"{spec.id}: no page to index" + (f" once {', '.join(spec.exclude)} are excluded" if spec.exclude else "")
+    where = f" under {spec.path}/" if isinstance(spec, GitSource) and spec.path else ""
+    kinds = ", ".join(f"{suffix} {count}" for suffix, count in sorted((seen or {}).items(), key=lambda item: (-item[1], item[0]))[:8])
+    return f"{spec.id}: no file{where} matches {spec.selection.described()}; seen: {kinds or 'no file'}"
+
+
 def record_runs(registry_file: Path, summaries: list[dict]) -> None:
-    """Write each source's last attempt (and, for those that completed, last_indexed and last_commit) into the registry.
+    """Write each source's last attempt and status (and, for those that completed, last_indexed and last_commit) into
+    the registry.
 
     Call it after the store is committed: a source has completed when searches can see it.
     A failure here is only a warning.
@@ -111,11 +131,12 @@ def record_runs(registry_file: Path, summaries: list[dict]) -> None:
 
     def change(reg: registry.Registry) -> None:
         for summary in summaries:
-            if summary["status"] == "ok":
-                reg.record(summary["id"], last_attempt=now, last_indexed=now, last_error=None,
+            if summary["status"] in ("ok", "empty"):
+                reg.record(summary["id"], last_attempt=now, last_indexed=now, last_error=None, last_status=summary["status"],
                            **({"last_commit": summary["commit"]} if summary.get("commit") else {}))
             else:
-                reg.record(summary["id"], last_attempt=now, last_error=summary.get("error") or summary["status"])
+                reg.record(summary["id"], last_attempt=now, last_error=summary.get("error") or summary["status"],
+                           last_status=summary["status"])
 
     try:
         registry.update(registry_file, change)

@@ -17,8 +17,8 @@ import threading
 import weakref
 import xml.etree.ElementTree as ET
 import zlib
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from email.message import Message
 from email.utils import parsedate_to_datetime
 from urllib.parse import urldefrag, urljoin, urlsplit
@@ -50,6 +50,16 @@ class PageState:
 
     etag: str | None = None
     last_modified: str | None = None
+
+
+@dataclass
+class PageList:
+    """The pages of a web source to index, what to warn about, and why the list may be incomplete."""
+
+    urls: list[str]
+    warnings: list[str] = field(default_factory=list)
+    problem: str | None = None  # the sitemap could not be read: the list may lack pages
+    excluded: int = 0  # pages the source's exclude patterns left out
 
 
 @dataclass
@@ -102,37 +112,40 @@ class WebFetcher:
     def close(self) -> None:
         self.session.close()
 
-    def page_urls(self, base_url: str, pages: list[str], sitemap: str | None = None) -> tuple[list[str], list[str], str | None]:
-        """(absolute URLs to index, warnings, why the list may be incomplete or None).
+    def page_urls(self, base_url: str, pages: list[str], sitemap: str | None = None,
+                  excluded: Callable[[str], bool] | None = None) -> PageList:
+        """The absolute URLs to index, with warnings and why the list may be incomplete.
 
         pages are relative to base_url (urljoin); the optional sitemap URL is
         relative to base_url or absolute, and its <loc> entries are added.
         Pages must be on base_url's host, sitemap entries also under its
         folder; others are dropped with a warning. Duplicates are removed,
-        order is kept, and the list is capped at max_pages. A sitemap that
-        cannot be fetched or read makes the list incomplete.
+        order is kept, pages whose path below base_url's folder is `excluded`
+        are left out, and then the list is capped at max_pages (an excluded page
+        uses none of it). A sitemap that cannot be fetched or read makes the
+        list incomplete.
         """
         if _origin(base_url) is None:
             raise ValueError(f"not an http(s) URL: {base_url!r}")
-        warnings: list[str] = []
-        urls = []
+        found = PageList([])
         for page in pages:
             url = urldefrag(urljoin(base_url, page)).url
             if _same_origin(url, base_url):
-                urls.append(url)
+                found.urls.append(url)
             else:
-                warnings.append(f"page {url} is not on {site_of(base_url)}: skipped")
-        problem = None
+                found.warnings.append(f"page {url} is not on {site_of(base_url)}: skipped")
         if sitemap:
             try:
-                urls += self._sitemap_pages(urldefrag(urljoin(base_url, sitemap)).url, base_url, warnings)
+                found.urls += self._sitemap_pages(urldefrag(urljoin(base_url, sitemap)).url, base_url, found.warnings)
             except _PageError as exc:
-                problem = exc.reason
-        urls = list(dict.fromkeys(urls))
-        if len(urls) > self.max_pages:
-            warnings.append(f"{len(urls)} pages found; only the first {self.max_pages} are used (max_pages)")
-            urls = urls[: self.max_pages]
-        return urls, warnings, problem
+                found.problem = exc.reason
+        urls = list(dict.fromkeys(found.urls))
+        found.urls = [url for url in urls if excluded is None or not excluded(urlsplit(below_base(url, base_url)).path)]
+        found.excluded = len(urls) - len(found.urls)
+        if len(found.urls) > self.max_pages:
+            found.warnings.append(f"{len(found.urls)} pages found; only the first {self.max_pages} are used (max_pages)")
+            found.urls = found.urls[: self.max_pages]
+        return found
 
     def fetch(self, url: str, previous: PageState | None = None) -> FetchedPage:
         """The page at url, re-downloaded only if it changed since `previous`; never raises."""
@@ -484,6 +497,13 @@ def site_of(url: str) -> str:
     """scheme://host[:port] of a URL: how messages name a site."""
     parts = urlsplit(url)
     return f"{parts.scheme}://{parts.netloc}"
+
+
+def below_base(url: str, base_url: str) -> str:
+    """The page's URL below the base URL's folder ("user-guide/sync-options/"), else its path: how a page is shown,
+    and what a source's exclude patterns match (its path part)."""
+    folder = folder_of(base_url)
+    return url[len(folder) :] if url.startswith(folder) else urlsplit(url).path.lstrip("/")
 
 
 def folder_of(url: str) -> str:

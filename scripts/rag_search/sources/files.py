@@ -12,8 +12,10 @@ import functools
 import logging
 import os
 import stat
+from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from ..core import dates
 from ..core.errors import ConfigError
@@ -54,6 +56,12 @@ class WalkResult:
     ignored: int = 0
     secret_files: list[str] = field(default_factory=list)  # rel paths of files that hold credentials
     looked_at: list[str] = field(default_factory=list)  # every folder walked and every name in it: what a change would touch
+    unselected: Counter = field(default_factory=Counter)  # suffixes of the files not of a kind or not selected
+
+
+def suffix_of(path: str) -> str:
+    """A file's type as a source that matched nothing reports what it saw: `.txt`, or `no suffix`."""
+    return PurePosixPath(path).suffix.lower() or "no suffix"
 
 
 def ignore_spec(root: Path, patterns: list[str]):
@@ -70,10 +78,10 @@ def ignore_spec(root: Path, patterns: list[str]):
     return pathspec.GitIgnoreSpec.from_lines(lines), any(line.strip().startswith("!") for line in lines)
 
 
-def walk_root(root: Path, ignore_patterns: list[str], include=None) -> WalkResult:
+def walk_root(root: Path, ignore_patterns: list[str], selects: Callable[[str], bool] | None = None) -> WalkResult:
     """Regular files under `root` that the ignore rules let through and that we can parse.
 
-    `include`, if given, is a pathspec a file must also match (a source's glob).
+    `selects`, if given, says which of them to take by their path in the root (a source's Selection).
     Directory symlinks are never followed; file symlinks only when they resolve
     inside the root. Secret files (secrets.is_secret_file) are left out before any
     ignore rule is consulted, so no `!` pattern can bring them back.
@@ -107,8 +115,12 @@ def walk_root(root: Path, ignore_patterns: list[str], include=None) -> WalkResul
             if is_secret_file(name):
                 result.secret_files.append(_printable(rel))
                 continue
-            if spec.match_file(rel) or kind_of(name) is None or (include is not None and not include.match_file(rel)):
+            if spec.match_file(rel):
                 result.ignored += 1
+                continue
+            if kind_of(name) is None or (selects is not None and not selects(rel)):
+                result.ignored += 1
+                result.unselected[suffix_of(name)] += 1
                 continue
             if not _is_utf8(name):
                 result.skipped.append({"file": _printable(rel), "reason": "file name is not valid UTF-8"})

@@ -2,7 +2,8 @@
 
 The clone lives in <data dir>/sources/<id>/repo and holds only what is needed:
 the history's commits and trees but no old file contents (`--filter=blob:none`:
-blobs are fetched when needed), checked out sparsely to `path`. Files over
+blobs are fetched when needed), checked out sparsely to `path` and the files
+its pages include from elsewhere in the repository. Files over
 max_file_bytes are never checked out: the blobs of the files to index are
 fetched in one request and their sizes read first. A refresh fetches
 `version` (tag, branch or commit; the default branch when absent) and lists the
@@ -25,12 +26,15 @@ by a killed run and are removed.
 
 import functools
 import logging
+import posixpath
 import re
 import shutil
 import subprocess
 import tempfile
 import time
-from pathlib import Path
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
 from urllib.parse import urlsplit
 
 from ..core import dates
@@ -38,10 +42,10 @@ from ..core.errors import SourceFailed
 from ..index.indexer import SourceDocument, content_hash
 from ..index.reconcile import Listed, Listing, Skip
 from ..safety.secrets import is_secret_file, warn_secret_files
-from ..text.includes import expand_page
+from ..text.includes import candidates, expand_page, stub_targets
 from ..text.parsing import kind_of
-from .files import SkipFile, listed_kind, read_text
-from .specs import GitSource, glob_spec
+from .files import SkipFile, listed_kind, read_text, suffix_of
+from .specs import GitSource
 
 log = logging.getLogger("rag_search")
 
@@ -73,29 +77,41 @@ def git_listing(spec: GitSource, cache_dir: Path, max_bytes: int, state: dict | 
     """
     repo = _prepare_clone(cache_dir / "repo", spec)
     commit = _fetch(repo, spec.version)
-    tree, secret_files, blobs = _tree_files(repo, commit, spec.path, spec.glob)
+    found = _tree_files(repo, commit, spec)
+    tree, secret_files = found.files, found.secret_files
     oversized = _oversized(repo, commit, tree, max_bytes)
     _check_out(repo, commit, spec.path, oversized)
+    worktree = Path(repo.working_dir)
+    if included := _included_elsewhere(worktree, tree, spec.path, found.blobs):
+        too_large = set(_oversized(repo, commit, {path: found.blobs[path] for path in included}, max_bytes))
+        _check_out(repo, commit, spec.path, oversized, [path for path in included if path not in too_large])
     warn_secret_files(spec.id, secret_files)
     skipped = [{"file": f"{spec.id}/{path}", "key": f"{spec.id}:{path}",
                 "reason": f"larger than the {max_bytes // 1024} KiB limit (max_file_bytes): never checked out"} for path in oversized]
     for path in oversized:
         del tree[path]
-    worktree = Path(repo.working_dir)
     context = {
         "commit": commit,
         "doc_version": spec.version or _default_branch(repo) or "default branch",
         "dates": LastCommitDates(worktree, commit, spec.path, set(tree), _commit_date(repo, commit)),
         "worktree": worktree,
-        "root": worktree / spec.path if spec.path else worktree,
     }
     documents = [Listed(f"{spec.id}:{path}", f"{spec.id}/{path}", blob, functools.partial(_load, spec, path, blob, context, max_bytes))
                  for path, blob in tree.items()]
     details = {"files": len(tree), "commit": commit, "previous_commit": (state or {}).get("commit"),
-               "doc_version": context["doc_version"], "secret_files": len(secret_files)}
+               "doc_version": context["doc_version"], "secret_files": len(secret_files),
+               **({"seen": found.unselected} if not documents and not skipped else {})}
     provenance = {"version": context["doc_version"], "commit": commit, "url": spec.url}  # in every page's metadata
     return Listing(documents, skipped=skipped, state={"commit": commit}, details=details, context=provenance,
-                   dependency=blobs.get)
+                   dependency=found.blobs.get, deselected=functools.partial(_deselected, spec))
+
+
+def _deselected(spec: GitSource, key: str) -> bool:
+    """Whether the source's path and selection leave out the indexed document `key` ("<id>:<path in the repository>")."""
+    path = PurePosixPath(key.split(":", 1)[1])
+    if spec.path and not path.is_relative_to(spec.path):
+        return True
+    return not spec.selection.selects(path.relative_to(spec.path).as_posix() if spec.path else path.as_posix())
 
 
 def _load(spec: GitSource, path: str, blob: str, context: dict, max_bytes: int, previous) -> SourceDocument:
@@ -104,7 +120,8 @@ def _load(spec: GitSource, path: str, blob: str, context: dict, max_bytes: int, 
     except SkipFile as exc:
         raise Skip(str(exc)) from None
     kind = listed_kind(path)
-    text, warnings, included = expand_page(kind, text, context["worktree"] / path, context["root"], max_bytes)
+    # A page may include any file of the repository, not only of `path` (FastAPI's code lies beside its docs folder).
+    text, warnings, included = expand_page(kind, text, context["worktree"] / path, context["worktree"], max_bytes)
     worktree = context["worktree"].resolve()
     return SourceDocument(
         key=f"{spec.id}:{path}",
@@ -224,16 +241,36 @@ def _oversized(repo, commit: str, tree: dict[str, str], max_bytes: int) -> list[
     return sorted(path for path, blob in tree.items() if sizes[blob] > max_bytes)
 
 
-def _check_out(repo, commit: str, prefix: str, left_out: list[str]) -> None:
-    """Check out `commit`, only `prefix` (sparse) and never the files `left_out`."""
+def _check_out(repo, commit: str, prefix: str, left_out: list[str], included: list[str] | tuple = ()) -> None:
+    """Check out `commit`, only `prefix` and the files its pages include (sparse), and never the files `left_out`."""
     import git
 
-    patterns = ["/" + _sparse_escape(prefix) + "/" if prefix else "/*"] + ["!/" + _sparse_escape(path) for path in left_out]
+    patterns = (["/" + _sparse_escape(prefix) + "/" if prefix else "/*"] + ["/" + _sparse_escape(path) for path in included]
+                + ["!/" + _sparse_escape(path) for path in left_out])
     try:
         _git_with_lines(repo, ["sparse-checkout", "set", "--no-cone", "--stdin"], patterns)
         repo.git.execute(["git", *GIT_OPTIONS, "checkout", "--quiet", "--force", "--detach", commit])
     except git.GitCommandError as exc:
         raise SourceFailed(f"git checkout of {commit[:12]} failed: {_git_message(exc)}") from None
+
+
+def _included_elsewhere(worktree: Path, pages: dict[str, str], prefix: str, blobs: dict[str, str]) -> list[str]:
+    """The files outside `prefix` that its markdown pages' include stubs name (includes.stub_targets, resolved as
+    includes.candidates does), which a sparse checkout of `prefix` leaves out. None when the whole tree is checked out."""
+    wanted: set[str] = set()
+    for page in pages if prefix else ():
+        if listed_kind(page) != "markdown":
+            continue
+        try:
+            text = (worktree / page).read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        for name in stub_targets(text):
+            paths = (posixpath.normpath(candidate.as_posix()) for candidate in candidates(name, PurePosixPath(page), PurePosixPath(".")))
+            found = next((path for path in paths if path in blobs), None)
+            if found and not found.startswith(prefix + "/"):
+                wanted.add(found)
+    return sorted(wanted)
 
 
 def _git_with_lines(repo, arguments: list[str], lines: list[str]) -> str:
@@ -325,28 +362,41 @@ class LastCommitDates:
             process.wait()
 
 
-def _tree_files(repo, commit: str, prefix: str, glob: str | None) -> tuple[dict[str, str], list[str], dict[str, str]]:
-    """{path: blob id} of the files to index: regular files under `prefix` matching `glob` (relative to
-    `prefix`; specs.glob_spec) that we can parse. Also the paths of files left out because they hold credentials, and
-    {path: blob id} of every regular file under `prefix` (what a page may include)."""
-    spec = glob_spec(glob)
-    output = repo.git.ls_tree("-r", "-z", "--full-tree", commit, "--", prefix or ".")
-    files, secret_files, blobs = {}, [], {}
+@dataclass
+class _Tree:
+    files: dict[str, str] = field(default_factory=dict)  # {path: blob id} of the files to index
+    secret_files: list[str] = field(default_factory=list)  # left out: they hold credentials
+    blobs: dict[str, str] = field(default_factory=dict)  # {path: blob id} of every regular file of the repository
+    # (what a page may include)
+    unselected: Counter = field(default_factory=Counter)  # suffixes of the files not indexed: what an empty source saw
+
+
+def _tree_files(repo, commit: str, spec: GitSource) -> _Tree:
+    """The regular files under the source's path that its selection takes (relative to the path) and that we can
+    parse, and the rest of what the tree holds (_Tree)."""
+    prefix = spec.path
+    output = repo.git.ls_tree("-r", "-z", "--full-tree", commit)
+    tree = _Tree()
     for entry in filter(None, output.split("\0")):
         meta, path = entry.split("\t", 1)
         mode, kind, blob = meta.split()
         if kind != "blob":  # a submodule
             continue
+        under_prefix = not prefix or path.startswith(prefix + "/")
         if is_secret_file(path.rsplit("/", 1)[-1]):
-            secret_files.append(path)
+            tree.secret_files += [path] if under_prefix else []
             continue
         if mode not in ("100644", "100755"):  # a symlink
             continue
-        blobs[path] = blob
+        tree.blobs[path] = blob
         relative = path[len(prefix) :].lstrip("/") if prefix else path
-        if kind_of(path) and spec.match_file(relative):
-            files[path] = blob
-    return files, secret_files, blobs
+        if not under_prefix:
+            continue
+        if kind_of(path) and spec.selection.selects(relative):
+            tree.files[path] = blob
+        else:
+            tree.unselected[suffix_of(path)] += 1
+    return tree
 
 
 def _git_message(exc: Exception) -> str:

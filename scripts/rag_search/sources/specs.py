@@ -7,7 +7,9 @@ no field may hold control characters.
 """
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -17,17 +19,52 @@ from ..core.errors import ConfigError
 ID_PATTERN = re.compile(r"[a-z0-9][a-z0-9._-]{0,63}")
 GIT_SCHEMES = {"https", "ssh", "git", "file"}
 SCP_LIKE = re.compile(r"^[\w.-]+@[\w.-]+:[^/].*")  # git@github.com:owner/repo.git
-DEFAULT_GLOBS = ("**/*.md", "**/*.mdx")  # a source without a glob: markdown pages, and MDX ones (Docusaurus)
+# A source without globs: Markdown pages (MDX: Docusaurus) and reStructuredText ones (Sphinx).
+DEFAULT_GLOBS = ("**/*.md", "**/*.mdx", "**/*.markdown", "**/*.rst", "**/*.rest")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 _REF_FORBIDDEN = re.compile(r"[\x00-\x20\x7f~^:?*\[\\]")
 
-# Per type: required fields and optional ones. Every value is a string but `pages`, a list of strings.
+# Per type: required fields and optional ones. Every value is a string but those in LIST_FIELDS, lists of strings.
+# `glob` (one string) is what entries written before `globs` hold; it still loads.
 FIELDS: dict[str, dict[str, tuple[str, ...]]] = {
-    "git": {"required": ("url",), "optional": ("path", "glob", "version")},
-    "web": {"required": ("base_url",), "optional": ("pages", "sitemap")},
-    "local": {"required": ("path",), "optional": ("glob",)},
+    "git": {"required": ("url",), "optional": ("path", "globs", "glob", "exclude", "version")},
+    "web": {"required": ("base_url",), "optional": ("pages", "sitemap", "exclude")},
+    "local": {"required": ("path",), "optional": ("globs", "glob", "exclude")},
 }
-STATUS_FIELDS = ("last_indexed", "last_commit", "last_attempt", "last_error")  # written by index runs
+LIST_FIELDS = ("pages", "globs", "exclude")
+STATUS_FIELDS = ("last_indexed", "last_commit", "last_attempt", "last_error", "last_status")  # written by index runs
+
+
+def path_matcher(patterns: tuple[str, ...]) -> Callable[[str], bool]:
+    """Whether a path (relative, "/"-separated) matches one of `patterns`, in gitignore syntax."""
+    import pathspec
+
+    return pathspec.GitIgnoreSpec.from_lines(patterns).match_file
+
+
+@dataclass(frozen=True)
+class Selection:
+    """The files of a git or local source that are indexed: those that match a glob and no exclude pattern
+    (gitignore syntax, relative to the source's folder). Narrowing it removes the files it leaves out on purpose,
+    which the no-shrink rule does not take for an outage (reconcile.py)."""
+
+    globs: tuple[str, ...] = DEFAULT_GLOBS
+    exclude: tuple[str, ...] = ()
+
+    def selects(self, path: str) -> bool:
+        return self._included(path) and not self._excluded(path)
+
+    def described(self) -> str:
+        """`**/*.md, **/*.rst` (and `but not changelog*`), for messages."""
+        return ", ".join(self.globs) + (f" but not {', '.join(self.exclude)}" if self.exclude else "")
+
+    @cached_property
+    def _included(self) -> Callable[[str], bool]:
+        return path_matcher(self.globs)
+
+    @cached_property
+    def _excluded(self) -> Callable[[str], bool]:
+        return path_matcher(self.exclude)
 
 
 @dataclass(frozen=True)
@@ -36,7 +73,7 @@ class GitSource:
     name: str
     url: str
     path: str = ""  # folder in the repository, without leading or trailing "/"
-    glob: str | None = None  # relative to path; None: DEFAULT_GLOBS
+    selection: Selection = Selection()  # relative to path
     version: str | None = None  # tag, branch or commit; None: the default branch
     type = "git"
 
@@ -48,6 +85,7 @@ class WebSource:
     base_url: str
     pages: tuple[str, ...] = ()  # relative to base_url
     sitemap: str | None = None  # relative to base_url or absolute
+    exclude: tuple[str, ...] = ()  # gitignore patterns over a page's URL path below base_url's folder
     type = "web"
 
 
@@ -56,7 +94,7 @@ class LocalSource:
     id: str
     name: str
     path: Path
-    glob: str | None = None  # None: DEFAULT_GLOBS
+    selection: Selection = Selection()
     type = "local"
 
 
@@ -82,11 +120,11 @@ def spec_from_entry(entry, where: str) -> SourceSpec:
     try:
         if kind == "git":
             return GitSource(source_id, fields["name"], _git_url(fields["url"]), _repo_path(fields.get("path", "")),
-                             _glob(fields.get("glob")), _git_ref(fields.get("version")))
+                             _selection(fields), _git_ref(fields.get("version")))
         if kind == "web":
             return WebSource(source_id, fields["name"], _web_url(fields["base_url"]), tuple(fields.get("pages", ())),
-                             fields.get("sitemap"))
-        return LocalSource(source_id, fields["name"], expand(fields["path"]), _glob(fields.get("glob")))
+                             fields.get("sitemap"), _patterns(fields, "exclude"))
+        return LocalSource(source_id, fields["name"], expand(fields["path"]), _selection(fields))
     except ValueError as exc:
         raise ConfigError(f"{where}: {exc}") from None
 
@@ -100,12 +138,12 @@ def _checked_fields(entry: dict, kind: str, where: str) -> dict:
         value = entry.get(field)
         if value is None:
             continue
-        values = value if field == "pages" and isinstance(value, list) else [value]
-        if field == "pages" and not isinstance(value, list):
-            raise ConfigError(f'{where}: "pages" must be a list of paths relative to base_url')
-        for item in values:
+        listed = field in LIST_FIELDS
+        if listed and not isinstance(value, list):
+            raise ConfigError(f'{where}: "{field}" must be a list of strings')
+        for item in value if listed else [value]:
             if not isinstance(item, str):
-                raise ConfigError(f'{where}: "{field}" must be {"a list of strings" if field == "pages" else "a string"}')
+                raise ConfigError(f'{where}: "{field}" must be {"a list of strings" if listed else "a string"}')
             if _CONTROL.search(item):
                 raise ConfigError(f'{where}: "{field}" must not contain control characters')
     if kind == "web" and not entry.get("pages") and not entry.get("sitemap"):
@@ -130,17 +168,19 @@ def _repo_path(path: str) -> str:
     return "/".join(parts)
 
 
-def _glob(glob: str | None) -> str | None:
-    if glob is not None and not glob.strip():
-        raise ValueError('"glob" must not be empty')
-    return glob
+def _selection(fields: dict) -> Selection:
+    """The entry's globs (or the one `glob` of an older entry; else DEFAULT_GLOBS) and exclude patterns."""
+    if "globs" in fields and "glob" in fields:
+        raise ValueError('give "globs" (a list) and not also "glob"')
+    older = {"globs": [fields["glob"]]} if "glob" in fields else {}
+    return Selection(_patterns({**fields, **older}, "globs") or DEFAULT_GLOBS, _patterns(fields, "exclude"))
 
 
-def glob_spec(glob: str | None):
-    """The files a git or local source indexes (gitignore syntax, relative to its folder): its glob, else DEFAULT_GLOBS."""
-    import pathspec
-
-    return pathspec.GitIgnoreSpec.from_lines([glob] if glob else DEFAULT_GLOBS)
+def _patterns(fields: dict, name: str) -> tuple[str, ...]:
+    patterns = tuple(fields.get(name, ()))
+    if name in fields and (not patterns or not all(pattern.strip() for pattern in patterns)):
+        raise ValueError(f'"{name}" must not be empty nor hold an empty pattern')
+    return patterns
 
 
 def _git_ref(version: str | None) -> str | None:

@@ -10,6 +10,7 @@ file, url and saved copy) by the URL with its secrets redacted (`?token=…`).
 
 import functools
 import logging
+from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -20,9 +21,9 @@ from ..index.reconcile import Gone, Listed, Listing, Loaded, Skip, Unchanged
 from ..safety import secrets
 from ..text.chunking import HEADING_SEPARATOR
 from ..text.html_markdown import anchor_key
-from .fetch import PageState, WebFetcher, folder_of, site_of
+from .fetch import PageState, WebFetcher, below_base, site_of
 from .pages import remove_page, save_page
-from .specs import WebSource
+from .specs import WebSource, path_matcher
 
 log = logging.getLogger("rag_search")
 
@@ -30,7 +31,9 @@ log = logging.getLogger("rag_search")
 def web_listing(spec: WebSource, fetcher: WebFetcher, data_dir: Path) -> Listing:
     """The source's pages; a page is loaded by a conditional GET (unchanged pages are not downloaded again).
     The markdown of each page indexed is kept in the data dir (pages.py)."""
-    urls, warnings, problem = fetcher.page_urls(spec.base_url, list(spec.pages), spec.sitemap)
+    excluded = path_matcher(spec.exclude) if spec.exclude else None
+    found = fetcher.page_urls(spec.base_url, list(spec.pages), spec.sitemap, excluded)
+    urls, warnings, problem = found.urls, found.warnings, found.problem
     for warning in warnings:  # the same each run: the summary's "notes"
         log.warning("%s: %s", spec.id, warning, extra=ROUTINE)
     if problem:
@@ -44,8 +47,14 @@ def web_listing(spec: WebSource, fetcher: WebFetcher, data_dir: Path) -> Listing
         shown = secrets.redact(url)[0]
         documents.append(Listed(f"{spec.id}:{shown}", shown, None, functools.partial(_load_page, spec, url, shown, fetcher, data_dir)))
     notes = [secrets.redact(warning)[0] for warning in warnings]  # a page's URL may carry a token
-    return Listing(documents, complete=problem is None, problem=problem,
-                   details={"pages": len(urls), **({"notes": notes} if notes else {})})
+    details = {"pages": len(urls), **({"excluded": found.excluded} if spec.exclude else {}), **({"notes": notes} if notes else {})}
+    return Listing(documents, complete=problem is None, problem=problem, details=details,
+                   deselected=functools.partial(_deselected, spec, excluded))
+
+
+def _deselected(spec: WebSource, excluded: Callable[[str], bool] | None, key: str) -> bool:
+    """Whether the source's exclude patterns now leave out the indexed page `key` ("<id>:<URL>")."""
+    return excluded is not None and excluded(urlsplit(below_base(key.removeprefix(f"{spec.id}:"), spec.base_url)).path)
 
 
 def _load_page(spec: WebSource, url: str, shown: str, fetcher: WebFetcher, data_dir: Path, previous) -> Loaded:
@@ -66,7 +75,7 @@ def _load_page(spec: WebSource, url: str, shown: str, fetcher: WebFetcher, data_
     return SourceDocument(
         key=f"{spec.id}:{shown}",
         source_id=spec.id,
-        file=f"{spec.id}/{_relative(shown, spec.base_url)}",
+        file=f"{spec.id}/{below_base(shown, spec.base_url)}",
         kind="markdown",
         text=text,
         content_hash=digest,
@@ -83,9 +92,3 @@ def _section_url(url: str, anchors: dict[str, str], heading: str) -> dict:
     """A chunk's URL points at its section where the page has an anchor for it (the heading path's last part)."""
     anchor = anchors.get(anchor_key(heading.rsplit(HEADING_SEPARATOR, 1)[-1]))
     return {"url": f"{url}#{anchor}"} if anchor else {}
-
-
-def _relative(url: str, base_url: str) -> str:
-    """The page's path below the base URL's folder, for display ("user-guide/sync-options/")."""
-    folder = folder_of(base_url)
-    return url[len(folder) :] if url.startswith(folder) else urlsplit(url).path.lstrip("/")

@@ -418,7 +418,8 @@ def _document_record(row: tuple) -> DocumentRecord:
 
 
 def _filter_sql(filters: Filters) -> tuple[str, list[str | float]]:
-    """SQL conditions on the chunks table `c` (each starting with AND) for sources, dates, record types and tags."""
+    """SQL conditions on the chunks table `c` (each starting with AND) for sources, dates, record types, tags and page
+    kinds (read from the chunk's metadata: a kind filter is rare, and a column would have cost a schema change)."""
     sql = ""
     params: list[str | float] = []
     if filters.sources:
@@ -436,6 +437,10 @@ def _filter_sql(filters: Filters) -> tuple[str, list[str | float]]:
     for tag in filters.tags:
         sql += " AND instr(c.tags, ?) > 0"
         params.append(f",{tag},")
+    if filters.kinds:
+        sql += (" AND json_extract((SELECT t.metadata FROM chunk_texts t WHERE t.num = c.num), '$.page_kind') "
+                f"IN ({','.join('?' * len(filters.kinds))})")
+        params += filters.kinds
     return sql, params
 
 

@@ -29,7 +29,7 @@ log = logging.getLogger("rag_search")
 CATALOG = "catalog.sqlite"
 CHROMA = "chroma"
 FINGERPRINT_STATE = "@fingerprint"  # the vectors' fingerprint, in the catalog ("@" is never in a source id)
-FILTER_FIELDS = ("source_id", "date_ts", "type", "tags")  # what filters need, kept beside each vector
+FILTER_FIELDS = ("source_id", "date_ts", "type", "tags", "page_kind")  # what filters need, kept beside each vector
 # Up to this many chunks added or removed, bringing the generation before the published one up to date costs less
 # than copying the index: ChromaDB adds about 700 vectors a second, and a copy at 200k chunks writes a gigabyte.
 CATCH_UP_LIMIT = 500

@@ -68,7 +68,7 @@ class StoredChunk:
 
 
 # What ranking.py adds to a candidate's evidence, and rerank.py after it, in the order --explain shows them.
-RANKING_FIELDS = ("page_cosine", "rrf", "lead", "collection_weight", "recency", "page_score", "page_bonus", "page_chunks",
+RANKING_FIELDS = ("page_cosine", "rrf", "lead", "collection_weight", "recency", "history", "page_score", "page_bonus", "page_chunks",
                   "page_closeness", "quota", "rerank")
 
 
@@ -92,6 +92,7 @@ class Evidence:
     lead: float | None = None  # how far it stands above its collection's runner-up in a list
     collection_weight: float | None = None
     recency: float | None = None  # the boost of a recent personal chunk
+    history: float | None = None  # the weight of a chunk of release history (SearchOptions.history_penalty)
     page_score: float | None = None  # its page's best section plus the page's bonus and closeness
     page_bonus: float | None = None
     page_chunks: int | None = None  # its page's candidates
@@ -133,16 +134,19 @@ class Hit:
 
 @dataclass(frozen=True)
 class Filters:
-    """What a search may return: these sources, dated within these bounds, records of these types carrying these tags."""
+    """What a search may return: these sources, dated within these bounds, records of these types carrying these tags,
+    documentation pages of these kinds (page_kind.py; a chunk of no kind, the user's own or of an index built before
+    kinds, matches none)."""
 
     sources: tuple[str, ...] = ()
     since: float | None = None  # epoch seconds, on the chunk's date
     until: float | None = None
     types: tuple[str, ...] = ()  # any of these record types
     tags: tuple[str, ...] = ()  # every one of these tags (normalised: sections.normalize_tag)
+    kinds: tuple[str, ...] = ()  # any of these page kinds
 
     def __bool__(self) -> bool:
-        return bool(self.sources or self.types or self.tags) or self.since is not None or self.until is not None
+        return bool(self.sources or self.types or self.tags or self.kinds) or self.since is not None or self.until is not None
 
 
 @dataclass(frozen=True)

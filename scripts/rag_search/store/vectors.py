@@ -316,13 +316,16 @@ def page_vector(vectors: list[np.ndarray]) -> np.ndarray:
 
 
 def where(filters: Filters) -> dict | None:
-    """The ChromaDB metadata filter for sources, dates, record types and tags (a tag matches a whole element of `tags`)."""
+    """The ChromaDB metadata filter for sources, dates, record types, tags (a tag matches a whole element of `tags`) and
+    page kinds."""
     clauses: list[dict] = []
     if filters.sources:
         clauses.append({"source_id": {"$in": list(filters.sources)}})
     if filters.types:
         clauses.append({"type": {"$in": list(filters.types)}})
     clauses += [{"tags": {"$contains": tag}} for tag in filters.tags]
+    if filters.kinds:
+        clauses.append({"page_kind": {"$in": list(filters.kinds)}})
     if filters.since is not None:
         clauses.append({"date_ts": {"$gte": filters.since}})
     if filters.until is not None:

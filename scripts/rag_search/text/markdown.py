@@ -2,24 +2,27 @@
 
 Front matter is YAML between `---` lines or TOML between `+++` lines; when YAML
 does not parse, flat `key: value` lines are read one by one, so a note keeps its
-title, date and tags. Headings are ATX (`#`) and setext (a line of `=` or `-`
-under a paragraph); lines inside code fences are never headings.
+title, date and tags. Headings and code blocks are found by markdown-it's
+CommonMark block parser (ATX `#` and setext headings; lines inside code are never
+headings); site generators' syntax goes first (site_syntax.py), and a section's
+text is its source lines, never re-rendered.
 """
 
+import functools
 import re
 from collections import deque
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
 from ..core import dates
 from ..core.errors import one_line
-from .sections import MAX_FIELD_CHARS, MAX_RENDER_DEPTH, ParsedFile, Section, tags_of
+from . import site_syntax
+from .sections import MAX_FIELD_CHARS, MAX_RENDER_DEPTH, ParsedFile, Section, tags_of, with_title
 
-_ATX = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$")
-_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
-_SETEXT = re.compile(r"^ {0,3}(=+|-{2,})[ \t]*$")
-# Lines that open a list item, a block quote, a table row or indented code: not a paragraph, so no setext heading.
-_NOT_PARAGRAPH = re.compile(r"^(?: {0,3}(?:[-*+]|\d{1,9}[.)])(?:[ \t]|$)| {0,3}[>|]| {4}|\t)")
+_NEWLINE = re.compile(r"\r\n?")  # markdown-it's own line ends: its line numbers count these
+# A list item, a block quote or a table row over a `---` or `===` line: no setext heading (the underline is a rule).
+_NOT_A_TITLE = re.compile(r"^ {0,3}(?:(?:[-*+]|\d{1,9}[.)])(?:[ \t]|$)|[>|])")
 # Markup a reader does not search by: HTML tags, images (alt text and target), link targets.
 _MARKUP = re.compile(r"<[^<>]*>|!\[[^\[\]\n]*\](?:\([^()\[\]\n]*\))?|\]\([^()\[\]\n]*\)")
 _WORD = re.compile(r"\w")
@@ -30,7 +33,7 @@ _INLINE_MARKS = re.compile(r"`+|<!--(?:-?>)?|-->")
 def parse_markdown(text: str, name: str) -> ParsedFile:
     front, body, warnings = split_front_matter(text)
     metadata = _front_matter_metadata(front)
-    sections, first_h1 = markdown_sections(body)
+    sections, first_h1 = markdown_sections(site_syntax.plain(body))
     if "title" not in metadata:
         metadata["title"] = first_h1 or PurePosixPath(name).stem
     title = metadata["title"]
@@ -42,7 +45,7 @@ def parse_markdown(text: str, name: str) -> ParsedFile:
     if isinstance(description, str) and description.strip() and not (sections and sections[0].text.startswith(description.strip())):
         sections.insert(0, Section([title], description.strip()))  # the page's own summary: a strong, short signal
     for section in sections:
-        section.path = _with_title(title, section.path)
+        section.path = with_title(title, section.path)
     return ParsedFile(sections, metadata, warnings)
 
 
@@ -162,46 +165,90 @@ def front_matter_text(front: dict) -> str:
 
 
 def markdown_sections(body: str) -> tuple[list[Section], str | None]:
-    """Split markdown on ATX and setext headings, ignoring '#' lines inside code fences.
+    """Split markdown into a section per heading, as markdown-it's block parser finds them (never in code or HTML).
 
-    Also returns the text of the first level-1 heading, the title of last resort.
+    Each section's text is its source lines, less HTML comments. Also returns the text of the first level-1 heading,
+    the title of last resort. A heading's MkDocs anchor (`## Lifespan { #lifespan }`) leaves its text for the
+    sections' metadata.
     """
+    lines = _NEWLINE.sub("\n", body).split("\n")
+    last_close = max((number for number, line in enumerate(lines) if "-->" in line), default=-1)
+    # A `<!--` that nothing closes is text: markdown-it would read the rest of the page as its comment.
+    parsed = lines[: last_close + 1] + [line.replace("<!--", "<!- -") for line in lines[last_close + 1 :]]
+    layout = _layout("\n".join(parsed), lines)
     sections: list[Section] = []
     first_h1: list[str] = []
-    stack: list[tuple[int, str]] = []
-    lines: list[str] = []
+    stack: list[tuple[int, str, str | None]] = []
+    kept: list[str] = []
 
     def flush() -> None:
-        content = "\n".join(lines).strip()
+        content = "\n".join(kept).strip()
         if _has_words(content):
-            sections.append(Section([heading for _, heading in stack], content))
-        lines.clear()
+            anchor = stack[-1][2] if stack else None
+            sections.append(Section([heading for _, heading, _ in stack], content, {"anchor": anchor} if anchor else {}))
+        kept.clear()
 
-    def open_heading(level: int, heading: str) -> None:
+    for number, line, in_code in _uncommented_lines(lines, layout.code, last_close):
+        heading = None if in_code or number is None else layout.headings.get(number)
+        if heading is None:
+            if number not in layout.underlines:
+                kept.append(line)
+            continue
         flush()
-        if level == 1 and not first_h1 and heading.strip():
-            first_h1.append(heading.strip())
+        level, text = heading
+        text, anchor = site_syntax.heading_anchor(_without_comments(text, may_open=False)[0].strip())
+        if level == 1 and not first_h1 and text:
+            first_h1.append(text)
         while stack and stack[-1][0] >= level:
             stack.pop()
-        stack.append((level, heading.strip()))
-
-    for line, fenced in _uncommented_lines(body):
-        if fenced:
-            lines.append(line)
-            continue
-        atx = _ATX.match(line)
-        if atx:
-            open_heading(len(atx.group(1)), atx.group(2) or "")
-            continue
-        setext = _SETEXT.match(line)
-        one_line_above = lines and lines[-1].strip() and (len(lines) == 1 or not lines[-2].strip())
-        if setext and one_line_above and not _NOT_PARAGRAPH.match(lines[-1]):
-            heading = lines.pop()
-            open_heading(1 if setext.group(1)[0] == "=" else 2, heading)
-            continue
-        lines.append(line)
+        stack.append((level, text, anchor))
     flush()
     return sections, (first_h1[0] if first_h1 else None)
+
+
+@dataclass
+class _Layout:
+    """Where a page's headings and code lie, by line number (from 0)."""
+
+    headings: dict[int, tuple[int, str]] = field(default_factory=dict)  # a heading's first line: (level, its text)
+    underlines: set[int] = field(default_factory=set)  # a setext heading's underline: no text
+    code: set[int] = field(default_factory=set)  # lines of fenced or indented code, at any depth
+
+
+def code_lines(text: str) -> set[int]:
+    """The numbers (from 0) of the lines of fenced or indented code in a markdown text."""
+    lines = _NEWLINE.sub("\n", text).split("\n")
+    return _layout("\n".join(lines), lines).code
+
+
+@functools.cache
+def _block_parser():
+    """CommonMark's block rules that place headings and code: inline markup is never rendered (a section's text is its
+    source lines), and lists and quotes, a third of the parse, place neither (_NOT_A_TITLE does their part)."""
+    from markdown_it import MarkdownIt
+
+    return MarkdownIt("commonmark").disable(["inline", "text_join", "list", "blockquote"])
+
+
+def _layout(text: str, lines: list[str]) -> _Layout:
+    """The page's headings and code blocks. A setext heading is one line over its underline, and never a table row
+    (`| a | b |` then `---`): Python-Markdown, which MkDocs uses, reads both as text and a rule."""
+    layout = _Layout()
+    tokens = _block_parser().parse(text)
+    for index, token in enumerate(tokens):
+        if token.map is None:
+            continue
+        start, end = token.map
+        if token.type in ("fence", "code_block"):
+            layout.code.update(range(start, end))
+        elif token.type == "heading_open":
+            setext = token.markup in ("=", "-")
+            if setext and (end - start != 2 or _NOT_A_TITLE.match(lines[start])):
+                continue
+            layout.headings[start] = (int(token.tag[1]), tokens[index + 1].content)
+            if setext:
+                layout.underlines.add(start + 1)
+    return layout
 
 
 def _has_words(text: str) -> bool:
@@ -210,39 +257,33 @@ def _has_words(text: str) -> bool:
     return bool(_WORD.search(_MARKUP.sub("", text)))
 
 
-def _uncommented_lines(body: str) -> Iterator[tuple[str, bool]]:
-    """The body's lines, each with whether it is in a code fence; outside fences, less their HTML comments.
+def _uncommented_lines(lines: list[str], code: set[int], last_close: int) -> Iterator[tuple[int | None, str, bool]]:
+    """The page's lines, each with its number (None for a paragraph break put in) and whether it is code; outside code,
+    less their HTML comments.
 
     A comment is never text nor a heading (a licence header of `#` lines). Lines that held only comments are a paragraph
     break between the lines around them (one blank line, none if one is there). Comments in code spans stay; a `<!--`
-    that no later `-->` closes is text.
+    that no later `-->` (none after line `last_close`) closes is text. Comments are found here, not by the block parser:
+    one may open inside a line.
     """
-    lines = body.splitlines()
-    last_close = max((number for number, line in enumerate(lines) if "-->" in line), default=-1)
-    fence, in_comment, gap, previous = None, False, False, ""
+    in_comment, gap, previous = False, False, ""
     for number, line in enumerate(lines):
-        fenced = False
+        in_code = number in code and not in_comment
         if in_comment:
             end = line.find("-->")
             line, in_comment = ("", True) if end < 0 else (line[end + 3 :], False)
             if not line.strip():
                 continue
-        elif fence:
-            fenced = True
-            if line.strip().startswith(fence) and not line.strip().strip(fence[0]):
-                fence = None
-        elif opening := _FENCE.match(line):
-            fence, fenced = opening.group(1), True
-        if not fenced:
+        if not in_code:
             kept, in_comment = _without_comments(line, may_open=number < last_close)
             if kept != line and not kept.strip():
                 gap = True
                 continue
             line = kept
         if gap and line.strip() and previous.strip():
-            yield "", False
+            yield None, "", False
         gap, previous = False, line
-        yield line, fenced
+        yield number, line, in_code
 
 
 def _without_comments(line: str, may_open: bool) -> tuple[str, bool]:
@@ -296,13 +337,5 @@ def _front_matter_metadata(front: dict) -> dict:
     if tags:
         metadata["tags"] = tags
     return metadata
-
-
-def _with_title(title: str, path: list[str]) -> list[str]:
-    """Prefix the title unless the path already starts with it (an H1 equal to the title)."""
-    path = [part for part in path if part]
-    if path and path[0].casefold() == title.casefold():
-        return path
-    return [title, *path]
 
 

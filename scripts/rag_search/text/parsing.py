@@ -1,6 +1,7 @@
 """From a file's text to sections: the logical units a reader would cite.
 
-Markdown splits on headings (front matter becomes metadata; markdown.py); JSON splits into
+Markdown splits on headings (front matter becomes metadata; markdown.py), reStructuredText
+on titles (rst.py); JSON splits into
 records recognised by shape (a memory entry is one record, never one section per
 field; see _records), whose fields (type, tags, date…) become metadata; JSONL
 is one record per line; anything else is one section of plain text. A record's
@@ -19,8 +20,9 @@ from .sections import MAX_FIELD_CHARS, MAX_RENDER_DEPTH, ParsedFile, ParseError,
 MARKDOWN_SUFFIXES = {".md", ".markdown", ".mdx"}
 JSON_SUFFIXES = {".json"}
 JSONL_SUFFIXES = {".jsonl", ".ndjson"}
-TEXT_SUFFIXES = {".txt", ".text", ".yaml", ".yml", ".rst", ".org"}
-SUPPORTED_SUFFIXES = MARKDOWN_SUFFIXES | JSON_SUFFIXES | JSONL_SUFFIXES | TEXT_SUFFIXES
+RST_SUFFIXES = {".rst", ".rest"}
+TEXT_SUFFIXES = {".txt", ".text", ".yaml", ".yml", ".org"}
+SUPPORTED_SUFFIXES = MARKDOWN_SUFFIXES | RST_SUFFIXES | JSON_SUFFIXES | JSONL_SUFFIXES | TEXT_SUFFIXES
 
 # Record fields whose value is a date, in order of preference: when it was made, then when it last changed.
 UPDATE_KEYS = ("updatedAt", "updated_at", "updated", "modifiedAt", "modified_at", "modified", "lastmod")
@@ -52,6 +54,8 @@ def kind_of(path: str) -> str | None:
     suffix = PurePosixPath(path).suffix.lower()
     if suffix in MARKDOWN_SUFFIXES:
         return "markdown"
+    if suffix in RST_SUFFIXES:
+        return "rst"
     if suffix in JSON_SUFFIXES:
         return "json"
     if suffix in JSONL_SUFFIXES:
@@ -68,6 +72,10 @@ def parse(kind: str, text: str, name: str) -> ParsedFile:
         return ParsedFile([], {"title": name})
     if kind == "markdown":
         return parse_markdown(text, name)
+    if kind == "rst":
+        from .rst import parse_rst  # docutils takes 40 ms to import: only an index run that meets a page pays it
+
+        return parse_rst(text, name)
     if kind == "json":
         return parse_json(text, name)
     if kind == "jsonl":

@@ -1,4 +1,4 @@
-"""The section model every parser produces (parsing.py for JSON and plain text, markdown.py): a file as sections
+"""The section model every parser produces (parsing.py for JSON and plain text, markdown.py, rst.py): a file as sections
 (heading path, text, metadata of their own) and file-level metadata, with the limits values are rendered within."""
 
 from dataclasses import dataclass, field
@@ -40,3 +40,12 @@ def tags_of(value) -> list[str]:
 def normalize_tag(tag: str) -> str:
     """A tag as stored and as --tag matches it: `#Docker ` is `docker` (commas separate tags, so none is kept inside one)."""
     return tag.replace(",", " ").strip().lstrip("#").strip().lower()[:MAX_FIELD_CHARS]
+
+
+def with_title(title: str, path: list[str]) -> list[str]:
+    """A heading path under the page's title: the title prefixed unless the path starts with it (a first heading that
+    is the title), as a page's sections are named whatever its markup."""
+    path = [part for part in path if part]
+    if path and path[0].casefold() == title.casefold():
+        return path
+    return [title, *path]
