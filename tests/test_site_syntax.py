@@ -6,7 +6,7 @@ import pytest
 
 from rag_search.text.parsing import parse
 
-DOCS_FAQ = Path(__file__).resolve().parents[3] / "shared" / "bench" / "docs-faq"
+DOCS_FAQ = Path(__file__).resolve().parents[2] / "shared" / "bench" / "docs-faq"
 needs_docs_faq = pytest.mark.skipif(not DOCS_FAQ.is_dir(), reason="the docs-faq pages are read in place from ../shared/bench")
 
 
