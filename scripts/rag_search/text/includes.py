@@ -88,12 +88,9 @@ def _expand(text: str, page: Path, root: Path, max_bytes: int, expansion: Expans
             body = _fenced(body, found.suffix.lower())
         if not fits(target, body, indent):
             return None
-        expansion.included += 1
-        if found not in expansion.files:
-            expansion.files.append(found)
-        if not as_code:
-            body = _expand(body, found, root, max_bytes, expansion, (*stack, found), width + len(indent))
-        return "\n".join(indent + line if line else line for line in body.splitlines())
+        nested = None if as_code else functools.partial(_expand, page=found, root=root, max_bytes=max_bytes,
+                                                        expansion=expansion, stack=(*stack, found), width=width + len(indent))
+        return _placed(body, found, indent, expansion, nested)
 
     def one(match: re.Match, indent_group: int | None, target_group: int, options_group: int | None = None) -> str:
         target = next(group for group in match.groups()[target_group - 1 :] if group)
@@ -166,6 +163,17 @@ def _mdx_imports(text: str, include: Callable[[str], str | None], fits: Callable
 
         text = usage.sub(part_text, text, count=placed)
     return text
+
+
+def _placed(body: str, found: Path, indent: str, expansion: Expansion, nested: Callable[[str], str] | None) -> str:
+    """An included body counted, its file remembered (a change to it changes the page), its own stubs expanded by
+    `nested` (None: a literal include), and indented like its stub."""
+    expansion.included += 1
+    if found not in expansion.files:
+        expansion.files.append(found)
+    if nested is not None:
+        body = nested(body)
+    return "\n".join(indent + line if line else line for line in body.splitlines())
 
 
 def _fits(expansion: Expansion, target: str, body: str, indent: int, max_bytes: int) -> bool:
@@ -290,12 +298,9 @@ def _expand_rst(text: str, page: Path, root: Path, max_bytes: int, expansion: Ex
             body = f".. code-block:: {language}\n\n" + "\n".join("   " + line if line.strip() else "" for line in body.splitlines())
         if not _fits(expansion, target, body, width + len(indent), max_bytes):
             return match.group(0)
-        expansion.included += 1
-        if found not in expansion.files:
-            expansion.files.append(found)
-        if not literal:
-            body = _expand_rst(body, found, root, max_bytes, expansion, (*stack, found), width + len(indent))
-        return "\n".join(indent + line if line else line for line in body.splitlines())
+        nested = None if literal else functools.partial(_expand_rst, page=found, root=root, max_bytes=max_bytes,
+                                                        expansion=expansion, stack=(*stack, found), width=width + len(indent))
+        return _placed(body, found, indent, expansion, nested)
 
     return _RST_INCLUDE.sub(one, text)
 
