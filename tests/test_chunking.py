@@ -184,48 +184,6 @@ def test_a_huge_section_is_tokenized_a_window_at_a_time_with_the_same_result(tok
     assert windowed == whole, "cuts land on the same paragraph and sentence boundaries"
 
 
-SENTENCES = [
-    "The catalog sync reads every supplier feed once an hour and writes what changed to the staging tables.",
-    "When a feed is late, the sync waits up to ten minutes before it marks the supplier as stale, e.g. Acme on Mondays.",
-    "Operators see stale suppliers on the dashboard; they can retry one with the retry button or wait for the next run.",
-    "Prices are rounded to two decimals (3.14, not 3.14159) before they are compared with version 2.1.0 of the rules.",
-    "A supplier that stays stale for a day gets an email, and after three days its products are hidden from the shop.",
-]
-
-
-def _wrapped(text: str, width: int = 72) -> str:
-    """Prose as many docs write it: hard-wrapped lines inside a paragraph."""
-    lines, line = [], ""
-    for word in text.split():
-        if line and len(line) + 1 + len(word) > width:
-            lines.append(line)
-            line = word
-        else:
-            line = f"{line} {word}" if line else word
-    return "\n".join(lines + [line])
-
-
-def test_a_continuation_of_wrapped_prose_starts_where_a_sentence_starts(chunker, model_tokenizer):
-    rng = random.Random(7)
-    paragraphs = [_wrapped(" ".join(rng.choice(SENTENCES) for _ in range(6))) for _ in range(8)]
-    pieces = chunker.split("\n\n".join(paragraphs), chunker.budget)
-    assert len(pieces) > 4
-    starts = {sentence[:40] for sentence in SENTENCES}
-    for piece in pieces[1:]:
-        assert " ".join(piece.split())[:40] in starts, piece[:80]
-        assert len(model_tokenizer.encode(piece).ids) <= 256
-
-
-def test_a_sentence_longer_than_the_overlap_window_is_entered_at_a_clause_or_a_word(chunker):
-    clause = "the sync retries the feed with a longer timeout and logs the supplier and the attempt"
-    text = " ".join(f"{clause}; {clause}, {clause}" for _ in range(12)) + "."
-    pieces = chunker.split(text, chunker.budget)
-    words = set(text.replace(";", " ").replace(",", " ").split())
-    for piece in pieces[1:]:
-        assert piece.split()[0].strip(";,.") in words  # a whole word, never a part of one
-    assert any(piece.startswith("the sync") for piece in pieces[1:])  # after a `;` or `,` rather than anywhere
-
-
 def test_a_continuation_inside_code_starts_at_a_line(chunker):
     code = "\n".join(f"    result_{i} = compute_total(order_{i}, discount={i}, currency='EUR')  # line {i}" for i in range(120))
     pieces = chunker.split(f"```python\n{code}\n```", chunker.budget)
@@ -233,19 +191,3 @@ def test_a_continuation_inside_code_starts_at_a_line(chunker):
     for piece in pieces[1:]:
         assert re.match(r"(result_\d+ = |```)", piece), piece[:60]
 
-
-def test_rows_of_a_table_are_lines_not_wrapped_prose(chunker):
-    rows = "\n".join(f"pytest-plugin-{i} | runs the tests of module {i} in a fresh worker | Jan {i % 28 + 1}, 2025 | 4 - Beta"
-                     for i in range(200))
-    pieces = chunker.split(rows, chunker.budget)
-    assert len(pieces) > 3
-    for piece in pieces:
-        assert piece.startswith("pytest-plugin-") and piece.endswith("4 - Beta"), piece[:60]
-
-
-def test_an_indented_code_fence_is_not_cut_when_a_boundary_outside_is_in_reach(chunker):
-    prose = " ".join(f"Sentence number {i} explains the setup." for i in range(25))
-    code = "    ```yaml\n" + "\n".join(f"    key_{i}: value_{i}" for i in range(12)) + "\n    ```"  # in an admonition's body
-    pieces = chunker.split(prose + "\n\n" + code + "\n\n" + prose, 200)
-    for piece in pieces:
-        assert piece.count("```") in (0, 2), f"a fence was cut:\n{piece}"

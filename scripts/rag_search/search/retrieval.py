@@ -90,9 +90,9 @@ class SearchOptions:
     exact_identifiers: bool = True
     # Hybrid: a chunk of release history (page_kind "changelog": changelogs, release notes, announcements) weighs
     # 1 - history_penalty, so the guides come first, unless the question asks about a version, a release or a change
-    # (ranking.asks_about_history). 0.25: leave-one-corpus-out over docs-faq and docs-rst picks it in 16 of 17 folds
-    # (bench/eval_rst.py --loco); no changelog first for an ordinary docs-rst question (3 of 37 at 0).
-    history_penalty: float = 0.25
+    # (ranking.asks_about_history). 0: leave-one-corpus-out over docs-faq and docs-rst picks it in 16 of 17 folds
+    # (bench/eval_rst.py --loco); release history comes first for 1 of the 37 ordinary docs-rst questions at 0 and 0.25.
+    history_penalty: float = 0.0
     # Hybrid: a keyword match scoring below this is left out of the fusion. BM25 weighs a term in half the chunks or
     # more at about zero (a product's name in its own docs: "Who is Linkerd for?"), and such a list's ranks say nothing.
     min_bm25: float = 0.01

@@ -3,11 +3,8 @@
 all-MiniLM-L6-v2 reads at most 256 word pieces ([CLS] and [SEP] included) and
 silently drops the rest, so every chunk is measured with the model's own
 tokenizer. A section that does not fit is cut at the best boundary inside the
-window (paragraph, then line, sentence, clause, word; a code fence only as a
-last resort) and the next piece starts a little before the cut (the overlap),
-where a sentence, a clause or a line of code starts if one is near, so that no
-chunk opens in the middle of a thought. A line break inside a paragraph of
-hard-wrapped prose is a space, not a boundary.
+window (paragraph, then line, sentence, word; a code fence only as a last
+resort) and the next piece starts a little before the cut (the overlap).
 A chunk is bounded in characters too: WordPiece reads any word of over 100
 characters as one [UNK], so a run of such words (hashes, base64, minified code)
 is few word pieces however long.
@@ -22,13 +19,11 @@ from ..model.embedding import TokenCounter
 from .sections import Section
 
 # Bump when chunk boundaries or embedded text change: it is part of the index fingerprint.
-CHUNKER_VERSION = "9"  # 9: a continuation starts where a sentence, clause or code line starts, within twice the
-# overlap before the cut; a line wrapped inside a paragraph is no boundary (a table row's end is); reStructuredText
-# (.rst, .rest) read by docutils: sections per title, code as fences, roles as their text, toctrees, targets and
-# comments left out; `.. include::` and `.. literalinclude::` resolved; each documentation chunk carries its page's
-# kind (page_kind: guide, reference, changelog, blog), which --kind filters on and ranking weighs;
-# markdown's headings and code found by markdown-it (a setext heading is one line, never a table row); MkDocs
-# anchors, admonitions, MDX imports and JSX tags, Hugo shortcodes taken out, their text kept
+CHUNKER_VERSION = "9"  # 9: reStructuredText (.rst, .rest) read by docutils: sections per title, code as fences, roles
+# as their text, toctrees, targets and comments left out; `.. include::` and `.. literalinclude::` resolved; each
+# documentation chunk carries its page's kind (page_kind: guide, reference, changelog, blog), which --kind filters on
+# and ranking weighs; markdown's headings and code found by markdown-it (a setext heading is one line, never a table
+# row); MkDocs anchors, admonitions, MDX imports and JSX tags, Hugo shortcodes taken out, their text kept
 # 8: a JSON record's bookkeeping (id, dates, loop id, iteration, confidence, schema) is metadata,
 # not text, and a record of nothing else makes no chunk; a file named for a kind (decisions.json) types untyped records
 # 7: HTML comments in markdown are dropped (never text nor headings); a markdown section of
@@ -48,15 +43,10 @@ WINDOW_MARGIN = 16  # word pieces kept clear of a window's end, where a word may
 HEADING_SEPARATOR = " > "
 
 # Priority of cutting before a token; higher is better, 0 splits a word.
-PARAGRAPH, LINE, SENTENCE, CLAUSE, COMMA, WORD = 4.0, 3.0, 2.0, 1.5, 1.25, 1.0
+PARAGRAPH, LINE, SENTENCE, WORD = 4.0, 3.0, 2.0, 1.0
 IN_FENCE_LINE, IN_FENCE_WORD = 0.6, 0.3
-# How well a piece starts at a token (by its priority): a sentence or a line of code, a clause, a word, inside one.
-_START_CLASS = {PARAGRAPH: 3, LINE: 3, SENTENCE: 3, IN_FENCE_LINE: 3, CLAUSE: 2, COMMA: 2, WORD: 1, IN_FENCE_WORD: 1}
-_SENTENCE_OPENER = re.compile(r"[A-Z0-9\"'`(\[*_<]")
-_ABBREVIATION = re.compile(r"(?:\b(?:e\.g|i\.e|cf|vs|approx|Mr|Mrs|Dr|No|Fig)\.|\.\.\.)$")
 
-# A fence may be indented (inside a list item or an admonition's body); it closes at the same indent.
-_FENCE_BLOCK = re.compile(r"^([ \t]*)(`{3,}|~{3,})[^\n]*\n.*?^\1\2[ \t]*$", re.MULTILINE | re.DOTALL)
+_FENCE_BLOCK = re.compile(r"^ {0,3}(`{3,}|~{3,})[^\n]*\n.*?^ {0,3}\1[ \t]*$", re.MULTILINE | re.DOTALL)
 
 
 @dataclass
@@ -116,7 +106,9 @@ class Chunker:
             begin = offsets[start][0]
             if cut < len(offsets):
                 end = offsets[cut][0]
-                start = self._next_start(priority, start, cut)
+                start = max(cut - self.overlap, start + 1)
+                while start < cut and priority[start] < WORD:
+                    start += 1
             else:  # the rest of the window: then the text's end, or a long run of spaces and the next window
                 if complete:
                     offsets = []
@@ -150,20 +142,6 @@ class Chunker:
             if excess <= 0 or cut == start + 1:
                 return cut
             limit = max(cut - start - excess, 1)  # what the start costs beyond the pieces counted, off the limit
-
-    def _next_start(self, priority: list[float], start: int, cut: int) -> int:
-        """Where the piece after a cut starts: the best start within twice the overlap before the cut (a sentence or a
-        code line, else a clause, else a word), the nearest to the overlap among equals; the cut itself if nothing
-        before it is as good. Inside a code fence only when the cut is in one too: a fence is cut only if it must be."""
-        lowest = max(start + 1, cut - 2 * self.overlap)
-        target = cut - self.overlap
-        in_code = priority[cut] < WORD
-
-        def quality(i: int) -> tuple[int, int, int]:
-            fits = in_code or priority[i] >= WORD
-            return (_START_CLASS.get(priority[i], 0) if fits else 0, -abs(i - target), -i)
-
-        return max(range(lowest, cut + 1), key=quality)
 
     def _window(self, text: str, begin: int, fences: list[tuple[int, int]]) -> tuple[list[tuple[int, int]], list[float], bool]:
         """The character spans (in `text`) of the word pieces of up to WINDOW_CHARS of it from `begin`, their cut
@@ -211,30 +189,15 @@ def _cut_priorities(text: str, offsets: list[tuple[int, int]], fences: list[tupl
         gap = text[gap_start:gap_end]
         if not gap:
             continue
+        if "\n" in gap:
+            value = PARAGRAPH if gap.count("\n") > 1 else LINE
+        elif text[gap_start - 1] in ".!?;:":
+            value = SENTENCE
+        else:
+            value = WORD
         while fence_index < len(fences) and fences[fence_index][1] <= gap_end:
             fence_index += 1
         if fence_index < len(fences) and fences[fence_index][0] < gap_start:
-            priority[i] = IN_FENCE_LINE if "\n" in gap else IN_FENCE_WORD
-        else:
-            priority[i] = _gap_priority(text, gap, gap_start, gap_end)
+            value = IN_FENCE_LINE if value >= LINE else IN_FENCE_WORD
+        priority[i] = value
     return priority
-
-
-def _gap_priority(text: str, gap: str, gap_start: int, gap_end: int) -> float:
-    """How good a place the white space text[gap_start:gap_end] is to end a piece (before any code fence is counted)."""
-    before, after = text[gap_start - 1], text[gap_end] if gap_end < len(text) else ""
-    ends_sentence = before in ".!?" and not _ABBREVIATION.search(text[max(0, gap_start - 8) : gap_start])
-    if gap.count("\n") > 1:
-        return PARAGRAPH
-    if "\n" in gap and (not after.islower() or before in ".!?:;" or _is_row(text, gap_start)):
-        return LINE  # else a line wrapped inside a paragraph goes on with its sentence: a space
-    if ends_sentence and _SENTENCE_OPENER.match(after):
-        return SENTENCE
-    if before in ";:":
-        return CLAUSE
-    return COMMA if before == "," else WORD
-
-
-def _is_row(text: str, line_end: int) -> bool:
-    """Whether the line that ends at `line_end` is a table row (cells between `|`): its end is no wrapped sentence's."""
-    return "|" in text[text.rfind("\n", 0, line_end) + 1 : line_end]
