@@ -10,11 +10,14 @@ dates ("3.1.0 (2024-05-01)", "Version 1.2", "## [1.4.0]"). Reference pages and
 blog posts are known by their path alone; every other page is a guide.
 """
 
+from __future__ import annotations
+
 import re
 from pathlib import PurePosixPath
-from typing import Literal, get_args
+from typing import TYPE_CHECKING, Literal, get_args
 
-from .sections import ParsedFile
+if TYPE_CHECKING:  # search.py imports KINDS for --kind: its warm path does not pay for dataclasses
+    from .sections import ParsedFile
 
 PageKind = Literal["guide", "reference", "changelog", "blog"]
 KINDS: tuple[str, ...] = get_args(PageKind)
