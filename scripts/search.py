@@ -19,7 +19,7 @@ MEANINGS = {0: "success (an empty result list is success)",
 
 EPILOG = """output (JSON on stdout, one line unless stdout is a terminal):
   {"query", "results": [{"rank", "score", "source", "file", "id", "kind", "chunk", "metadata"}],
-   "searched_collections", "total_chunks_searched", "mode", "truncated"}
+   "searched_collections", "total_chunks_searched", "mode", "truncated", "more"}
   metadata: what to cite (heading, date, url or path, doc_version, commit, a record's
   record_id, loop_id, iteration, confidence and updated, which its chunk never shows,
   and record fields the chunk does not show); a later result of the same file omits
@@ -31,6 +31,8 @@ EPILOG = """output (JSON on stdout, one line unless stdout is a terminal):
   chunk with a higher score. --explain adds each stage's ranks and scores.
   No match is not an error: exit 0 with an empty "results" list.
   truncated: --max-tokens left results out (or cut the first one's chunk).
+  more (both collections searched, hybrid): per collection, how many results likely to
+  answer were not shown, e.g. {"docs": 3, "personal": 0}; search again with --index.
   A query that starts with "-" goes after "--": search.py -- "-v flag".
   Read a whole file or a chunk with its neighbours: get.py FILE_OR_ID.
 

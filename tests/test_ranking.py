@@ -1,10 +1,10 @@
-"""From evidence to an order (ranking.py): fusion, page evidence, collections on one scale, recency, release history."""
+"""From evidence to an order (ranking.py): fusion, page evidence, recency, release history."""
 
 import time
 from dataclasses import replace
 
 from conftest import call_script, hit
-from rag_search.search.ranking import about_the_user, asks_about_history, implied_recency_days, rank
+from rag_search.search.ranking import asks_about_history, implied_recency_days, rank
 from rag_search.search.retrieval import SearchOptions
 
 PLAIN = SearchOptions(lead=0.0)  # reciprocal rank fusion alone
@@ -132,94 +132,19 @@ def test_a_section_split_into_chunks_counts_once_and_records_stand_alone():
     assert rank(candidates, SearchOptions()) == ["note", "r0", "r1", "r2"], "records are not summed"
 
 
-def personal_and_docs(personal_cosine: float, docs_cosine: float) -> dict:
-    """One personal record first in both of its collection's lists, and a docs page first in both of its own, whose
-    BM25 score is far higher (a bigger collection, other term statistics)."""
-    return {
-        "mine": hit("mine", "decisions.json", "personal", score=personal_cosine, dense=1, lexical_rank=1, bm25=4.0,
-                    heading="decisions.json > [3]", kind="json"),
-        "doc": hit("doc", "rate-limit.md", "docs", score=docs_cosine, dense=1, lexical_rank=1, bm25=21.0, heading="Rate limit"),
-        "doc-2": hit("doc-2", "metrics.md", "docs", score=docs_cosine - 0.01, dense=2, lexical_rank=2, heading="Metrics"),
-    }
-
-
-def test_collections_are_compared_on_one_scale_not_by_size_or_term_statistics():
-    """The collection whose best candidate is clearly closer in meaning comes first, either way."""
-    candidates = personal_and_docs(personal_cosine=0.63, docs_cosine=0.40)
-    assert rank(candidates, SearchOptions())[0] == "mine"
-    assert candidates["doc"].explain["collection_weight"] < candidates["mine"].explain["collection_weight"] == 1
-    assert rank(personal_and_docs(personal_cosine=0.35, docs_cosine=0.70), SearchOptions())[0] == "doc"
-
-
-def test_a_question_about_the_user_gives_the_personal_collection_a_head_start():
-    options = SearchOptions(lead=0.0)  # the head start alone: here only the docs page has a runner-up to lead
-    between = 0.50 + options.personal_head_start + options.about_user_head_start / 2  # docs closer than the head start
-    assert rank(personal_and_docs(0.50, between), options, about_user=False)[0] == "doc"
-    assert rank(personal_and_docs(0.50, between), options, about_user=True)[0] == "mine"
-    assert about_the_user("What did we decide about caching the API responses?")
-    assert about_the_user("the lesson from last week's CI outage")
-    assert about_the_user("what did I learn about the retry middleware?")
-    assert not about_the_user("How do I configure the rate limit middleware?")
-
-
-def test_the_users_record_both_retrievers_put_first_is_shown_on_the_second_page_at_the_latest():
-    """For a bare identifier (HELM_MAX_HISTORY) the docs pages that explain it are far closer in meaning than
-    the memory entry that records the user's own use of it; that entry still comes second, not below the docs."""
-    candidates = personal_and_docs(personal_cosine=0.54, docs_cosine=0.72)
-    candidates["doc-3"] = hit("doc-3", "history.md", "docs", score=0.70, dense=3, lexical_rank=3, heading="History")
-    ranked = rank(candidates, SearchOptions())
-    assert ranked == ["doc", "mine", "doc-2", "doc-3"]
-    assert candidates["mine"].explain["quota"] == 2
-    assert rank(candidates, SearchOptions(personal_quota=0))[1:] == ["doc-2", "doc-3", "mine"]
-
-
-def test_the_quota_is_for_a_record_first_in_both_lists_only():
-    candidates = personal_and_docs(personal_cosine=0.54, docs_cosine=0.72)
-    candidates["mine"].evidence.lexical_rank = 2
-    candidates["mine-2"] = hit("mine-2", "notes.md", "personal", score=0.52, dense=2, lexical_rank=1, bm25=4.4,
-                               heading="Notes")  # first in one list, not standing out
-    assert rank(candidates, SearchOptions())[:2] == ["doc", "doc-2"]
-    assert not any("quota" in found.explain for found in candidates.values())
-
-
-def test_the_users_record_that_stands_out_in_its_collection_comes_first():
-    """For a bare identifier or a symptom the user recorded (`HELM_MAX_HISTORY`, "helm dependency build is
-    slow in CI"), the docs pages that explain it are closer in meaning, yet the memory entry that holds it stands out
-    in its own collection's keyword list; it comes first, even when the dense search ranked it low."""
-    def candidates_for(personal_cosine: float, runner_up_bm25: float = 9.0, personal_dense: int | None = 1) -> dict:
-        found = personal_and_docs(personal_cosine=personal_cosine, docs_cosine=0.72)
-        found["mine"].evidence.bm25, found["mine"].evidence.dense_rank = 20.0, personal_dense
-        if personal_dense is None:  # keyword only: closeness unknown
-            found["mine"].evidence.cosine = None
-        found["mine-2"] = hit("mine-2", "notes.md", "personal", score=personal_cosine - 0.02, dense=2, lexical_rank=2,
-                              bm25=runner_up_bm25, heading="Notes")
-        return found
-
-    for personal_dense in (1, 5):
-        candidates = candidates_for(0.50, personal_dense=personal_dense)
-        assert rank(candidates, SearchOptions())[0] == "mine", personal_dense
-        assert candidates["mine"].explain["quota"] == 1
-    for candidates, why in ((candidates_for(0.50, runner_up_bm25=18.0), "a close runner-up: nothing stands out"),
-                            (candidates_for(0.40), "far in meaning from the docs' best"),
-                            (candidates_for(0.50, personal_dense=None), "found by one retriever only")):
-        assert rank(candidates, SearchOptions())[0] == "doc", why
-        assert candidates["mine"].explain.get("quota") != 1, why
-
-
 def test_recency_raises_recent_personal_chunks_and_never_lowers_older_ones():
     """Recency once only lowered personal scores, so older records fell behind documentation."""
     now = time.time()
     candidates = {
         "old": hit("old", "old.md", "personal", score=0.6, dense=1, date_ts=now - 400 * 86400),
         "new": hit("new", "new.md", "personal", score=0.59, dense=2, date_ts=now - 1 * 86400),
-        "doc": hit("doc", "doc.md", "docs", score=0.6, dense=1, date_ts=now - 900 * 86400),
     }
-    options = SearchOptions(recency_half_life_days=30, personal_head_start=0.0)  # equal footing but for recency
-    order = rank(candidates, options)
-    assert order.index("new") < order.index("old")
-    assert "recency" not in candidates["doc"].explain and candidates["old"].explain["recency"] >= 1.0
-    assert order.index("old") < order.index("doc"), "equal evidence: the older record is not pushed below the page"
-    assert rank(candidates, SearchOptions(personal_head_start=0.0))[:2] == ["old", "doc"]
+    assert rank(candidates, SearchOptions()) == ["old", "new"]
+    assert rank(candidates, SearchOptions(recency_half_life_days=30)) == ["new", "old"]
+    assert candidates["old"].explain["recency"] >= 1.0, "an older record keeps its evidence"
+    page = {"doc": hit("doc", "doc.md", "docs", score=0.6, dense=1, date_ts=now - 1 * 86400)}
+    rank(page, SearchOptions(recency_half_life_days=30))
+    assert "recency" not in page["doc"].explain, "documentation is not ranked by its age"
 
 
 def test_a_question_about_a_recent_time_ranks_recent_personal_chunks_higher():

@@ -26,10 +26,10 @@ def test_explain_shows_the_evidence_in_the_order_the_stages_set_it():
     beside its rank, one looked up for page evidence after the keyword evidence, one looked up for the answer only last."""
     dense = Evidence(dense_rank=3, cosine=0.61, lexical_rank=1, bm25=7.5, rrf=0.16, page_score=0.2, page_bonus=0.0, page_chunks=1)
     assert list(dense.shown()) == ["dense_rank", "cosine", "lexical_rank", "bm25", "rrf", "page_score", "page_bonus", "page_chunks"]
-    looked_up = Evidence(lexical_rank=2, bm25=3.25, identifier="led517", cosine=0.4, page_cosine=0.5, rrf=0.08, quota=2)
-    assert list(looked_up.shown()) == ["lexical_rank", "bm25", "identifier", "cosine", "page_cosine", "rrf", "quota"]
+    looked_up = Evidence(lexical_rank=2, bm25=3.25, identifier="led517", cosine=0.4, page_cosine=0.5, rrf=0.08, relevance=0.2)
+    assert list(looked_up.shown()) == ["lexical_rank", "bm25", "identifier", "cosine", "page_cosine", "rrf", "relevance"]
     looked_up.cosine_after_ranking = True
-    assert list(looked_up.shown()) == ["lexical_rank", "bm25", "identifier", "page_cosine", "rrf", "quota", "cosine"]
+    assert list(looked_up.shown()) == ["lexical_rank", "bm25", "identifier", "page_cosine", "rrf", "relevance", "cosine"]
     assert looked_up.shown()["cosine"] == 0.4 and Evidence().shown() == {}
     assert hit("1", dense=1, score=0.7).explain == {"dense_rank": 1, "cosine": 0.7}
 

@@ -1,4 +1,4 @@
-"""From evidence to an order: fusion, collection scale, recency and page evidence.
+"""From evidence to an order: fusion, recency and page evidence.
 
 retrieval.py gathers the candidates, each a Hit whose `evidence` (records.Evidence)
 holds its rank in its own collection's dense list (with the cosine) and in its own
@@ -9,11 +9,6 @@ into an order, and writes into the evidence what it used, for --explain.
   own collection, so neither collection wins by its size or by its term statistics;
   plus a lead for each collection's best match in a list, as far as its score
   stands above the runner-up's (ranks hide that an identifier matched exactly).
-- Collection scale: cosines are comparable across collections (one model), so a
-  collection whose best candidate is clearly further from the question than
-  another's weighs less: weight = exp((its best cosine - the best) / temperature).
-  The personal collection gets a head start on that cosine (the user's own
-  context first), and more for a question about it ("we", "our", "decided").
 - Recency (--recency-half-life, or what a question naming a recent time implies:
   "yesterday" two days, "last week" seven) raises recent personal chunks; an older
   record keeps its evidence and never falls below what it beats on evidence.
@@ -25,18 +20,15 @@ into an order, and writes into the evidence what it used, for --explain.
   spans sections, earns more from them, and from its closeness as a whole (the
   cosine of its chunks' mean vector, ranked among the candidate pages: a third
   list, of pages), but never rises above a page whose best chunk ranks better in
-  both lists; and these bonuses order pages within a collection only: the
-  collections take turns by their chunks' evidence.
+  both lists.
 - Release history (--kind changelog pages: changelogs, release notes) weighs less
   (history_penalty), unless the question asks about a version, a release or a
   change: it matches most questions in passing, and the guide answers them.
 - Exact identifiers: the one page of a collection that holds an identifier the
   question names (a ticket id, a version, a code span) comes before every page
   that lacks it, in hybrid and keyword modes.
-- Personal quota: the user's best record, when its own collection's evidence is
-  clear, is shown above documentation pages closer in meaning (a bare identifier
-  or a symptom the docs also explain): first when both retrievers found it and
-  it stands out in one of its lists, else second when both put it first.
+
+In hybrid mode each collection is ranked on its own; relevance.py merges them.
 """
 
 import math
@@ -50,12 +42,6 @@ from ..store.records import Evidence, Hit
 RECORD_FILES = ("json", "jsonl")  # a file of records: each record stands alone, it is not a section of a page
 SECONDS_PER_DAY = 86400.0
 PERSONAL = "personal"
-# Words that make a question about the user's own context, not about a product's documentation ("I" and "my" are
-# left out: documentation FAQs ask "how do I…", "why is my certificate…").
-_ABOUT_THE_USER = re.compile(
-    r"\b(?:we|we've|we'd|we're|our|ours|us|decided|decision|decisions|preference|preferences|prefer|lesson|lessons|learned|"
-    r"learn|learnt|loop|loops|todo|todos|remember|remind|memory|memories|yesterday|last (?:week|month|time|sprint))\b",
-    re.IGNORECASE)
 
 
 # A time the question asks about, and the recency half-life (days) it implies when none is set.
@@ -86,25 +72,18 @@ def implied_recency_days(query: str) -> float | None:
     return next((days for pattern, days in _RECENT_TIMES if pattern.search(query)), None)
 
 
-def about_the_user(query: str) -> bool:
-    """Whether the question speaks of the user's own context (decisions, lessons, "we", "last week")."""
-    return bool(_ABOUT_THE_USER.search(query))
-
-
-def rank(candidates: dict[str, Hit], options, about_user: bool = False) -> list[str]:
-    """Candidate ids best first, as the mode says (`options`: retrieval.SearchOptions); in hybrid mode page by page."""
+def rank(candidates: dict[str, Hit], options) -> list[str]:
+    """Candidate ids best first, as the mode says (`options`: retrieval.SearchOptions); in hybrid mode page by page, the
+    candidates of one collection."""
     if options.mode == "dense":
         return sorted(candidates, key=lambda chunk_id: candidates[chunk_id].score, reverse=True)
     if options.mode == "lexical":  # collections interleave by their own keyword ranks; BM25 breaks ties within one
         ranked = sorted(candidates, key=lambda chunk_id: _keyword_order(candidates[chunk_id].evidence))
         return [chunk_id for ids in holders_first([[chunk_id] for chunk_id in ranked], candidates, options) for chunk_id in ids]
-    weights = collection_weights(candidates, options, about_user)
     lead = leads(candidates, options)
-    keys = {chunk_id: _fused(hit, options, weights, lead.get(chunk_id, 0.0)) for chunk_id, hit in candidates.items()}
+    keys = {chunk_id: _fused(hit, options, lead.get(chunk_id, 0.0)) for chunk_id, hit in candidates.items()}
     ranked = sorted(candidates, key=lambda chunk_id: keys[chunk_id], reverse=True)
     pages = by_page(ranked, candidates, keys, options)
-    if weights:
-        pages = with_personal_quota(pages, candidates, options)
     return [chunk_id for ids in holders_first(pages, candidates, options) for chunk_id in ids]
 
 
@@ -116,21 +95,6 @@ def holders_first(pages: list[list[str]], candidates: dict[str, Hit], options) -
         return pages
     holding = [ids for ids in pages if any(candidates[chunk_id].evidence.identifier is not None for chunk_id in ids)]
     return holding + [ids for ids in pages if ids not in holding] if holding else pages
-
-
-def collection_weights(candidates: dict[str, Hit], options, about_user: bool) -> dict[str, float]:
-    """{collection: weight} from each collection's best cosine among the candidates; {} (no weighting) when only one
-    collection has dense candidates."""
-    best: dict[str, float] = {}
-    for hit in candidates.values():
-        if hit.evidence.cosine is not None:
-            best[hit.collection] = max(best.get(hit.collection, -1.0), hit.evidence.cosine)
-    if len(best) < 2:
-        return {}
-    if PERSONAL in best:
-        best[PERSONAL] += options.personal_head_start + (options.about_user_head_start if about_user else 0.0)
-    top = max(best.values())
-    return {name: math.exp((cosine - top) / options.collection_temperature) for name, cosine in best.items()}
 
 
 def leads(candidates: dict[str, Hit], options) -> dict[str, float]:
@@ -154,9 +118,9 @@ def leads(candidates: dict[str, Hit], options) -> dict[str, float]:
     return found
 
 
-def _fused(hit: Hit, options, weights: dict[str, float], lead: float) -> float:
-    """The chunk's fused key: RRF of its ranks in its collection, plus any lead, times its collection's weight, any
-    recency boost and the weight of release history."""
+def _fused(hit: Hit, options, lead: float) -> float:
+    """The chunk's fused key: RRF of its ranks in its collection, plus any lead, times any recency boost and the weight
+    of release history."""
     evidence = hit.evidence
     key = 0.0
     if evidence.dense_rank is not None:
@@ -167,9 +131,6 @@ def _fused(hit: Hit, options, weights: dict[str, float], lead: float) -> float:
     if lead:
         evidence.lead = round(lead, 6)
         key += lead
-    if hit.collection in weights:
-        evidence.collection_weight = round(weights[hit.collection], 4)
-        key *= weights[hit.collection]
     if options.recency_half_life_days and hit.collection == PERSONAL and hit.metadata.get("date_ts") is not None:
         age_days = max(0.0, (time.time() - float(hit.metadata["date_ts"])) / SECONDS_PER_DAY)
         boost = 1.0 + 0.5 * math.pow(0.5, age_days / options.recency_half_life_days)
@@ -184,7 +145,6 @@ def _fused(hit: Hit, options, weights: dict[str, float], lead: float) -> float:
 class _Page(NamedTuple):
     score: float  # the best section's key plus the bonus
     first: int  # the rank of its best chunk among all candidates: breaks ties
-    best: float  # the best section's key
     ids: list[str]
 
 
@@ -193,8 +153,8 @@ def by_page(ranked: list[str], candidates: dict[str, Hit], keys: dict[str, float
     page_bonus times the keys of up to page_support other sections that are strong in both signals (found by the keyword
     search, and close in meaning: cosine at least section_floor of the question's best); a documentation page with
     docs_page_bonus and docs_page_support, and there a page whose best chunk is better in both lists stays above (the
-    larger bonus never lifts a page of fair sections over the chunk first in both). Collections are then interleaved
-    by their chunks' keys (_interleaved). Ties keep the order of each page's best chunk. A section is a heading path of
+    larger bonus never lifts a page of fair sections over the chunk first in both). Ties keep the order of each page's
+    best chunk. A section is a heading path of
     a file; a record of a JSON file is a page of its own. Documentation pages earn their closeness as a whole too
     (_with_closeness)."""
     pages: dict[tuple, list[str]] = {}
@@ -212,7 +172,7 @@ def by_page(ranked: list[str], candidates: dict[str, Hit], keys: dict[str, float
         for chunk_id in ids:
             evidence = candidates[chunk_id].evidence
             evidence.page_score, evidence.page_bonus, evidence.page_chunks = round(best + bonus, 6), round(bonus, 6), len(ids)
-        orders.setdefault(collection, []).append(_Page(best + bonus, first, best, ids))
+        orders.setdefault(collection, []).append(_Page(best + bonus, first, ids))
     for collection, order in orders.items():
         if collection != PERSONAL:  # a record is a page of its own: no closeness as a whole
             order = _with_closeness(order, candidates, options)
@@ -220,7 +180,7 @@ def by_page(ranked: list[str], candidates: dict[str, Hit], keys: dict[str, float
         if collection != PERSONAL:  # personal pages keep a bonus too small to need it, and recency may lift one
             order = _dominated_last(order, candidates)
         orders[collection] = order
-    return [page.ids for page in _interleaved(list(orders.values()))]
+    return [page.ids for order in orders.values() for page in order]
 
 
 def _with_closeness(order: list[_Page], candidates: dict[str, Hit], options) -> list[_Page]:
@@ -274,26 +234,6 @@ def _keyword_order(evidence: Evidence) -> tuple[float, float]:
     return _rank_or_last(evidence.lexical_rank), -(evidence.bm25 if evidence.bm25 is not None else 0.0)
 
 
-def _interleaved(orders: list[list[_Page]]) -> list[_Page]:
-    """Each collection's pages in its own order, the collections taking turns by the strongest best-section key each
-    has still to show: page bonuses differ between collections (a record has one section), so they order pages within
-    a collection and never decide between collections."""
-    strongest = []
-    for order in orders:
-        to_come, top = [], -math.inf
-        for page in reversed(order):
-            top = max(top, page.best)
-            to_come.append(top)
-        strongest.append(to_come[::-1])
-    at = [0] * len(orders)
-    merged: list[_Page] = []
-    while live := [n for n, order in enumerate(orders) if at[n] < len(order)]:
-        pick = max(live, key=lambda n: (strongest[n][at[n]], -orders[n][at[n]].first))
-        merged.append(orders[pick][at[pick]])
-        at[pick] += 1
-    return merged
-
-
 def needing_closeness(candidates: dict[str, Hit]) -> list[Hit]:
     """The candidates without a cosine (found by keyword only) whose closeness page evidence weighs: those of a page
     with other sections among the candidates (looking up every one cost a search about a fifth more)."""
@@ -306,36 +246,6 @@ def needing_closeness(candidates: dict[str, Hit]) -> list[Hit]:
 def _page_of(hit: Hit) -> tuple:
     """What page evidence counts as one page: a file, or a record of a JSON file (each record stands alone)."""
     return (*hit.page, hit.metadata.get("heading") if hit.metadata.get("kind") in RECORD_FILES else None)
-
-
-def with_personal_quota(pages: list[list[str]], candidates: dict[str, Hit], options) -> list[list[str]]:
-    """`pages` in order, except for the best personal page (the user's own record) when its own collection's evidence is
-    clear, whatever the documentation's: one that both retrievers found, that stands out (first in a list with a lead of
-    at least `personal_first_lead`: an identifier or a symptom the user recorded) and that is not far in meaning from the
-    documentation's best (a cosine at most `personal_first_gap` below) comes first; one that both retrievers put first
-    comes no lower than page `personal_quota`."""
-    others = [hit.evidence.cosine for hit in candidates.values() if hit.collection != PERSONAL and hit.evidence.cosine is not None]
-    for position, ids in enumerate(pages):
-        hit = candidates[ids[0]]
-        if hit.collection == PERSONAL:
-            quota = _personal_page_quota(hit, max(others, default=-1.0), options)
-            if quota and position >= quota:
-                hit.evidence.quota = quota
-                return pages[: quota - 1] + [ids] + pages[quota - 1 : position] + pages[position + 1 :]
-            break
-    return pages
-
-
-def _personal_page_quota(hit: Hit, others_best: float, options) -> int:
-    """The page the best personal record may be shown on at the latest (0: wherever its evidence puts it)."""
-    evidence = hit.evidence
-    ranks = (evidence.dense_rank, evidence.lexical_rank)
-    if None in ranks or 1 not in ranks:
-        return 0
-    if (options.personal_first_lead and (evidence.lead or 0.0) >= options.personal_first_lead
-            and evidence.cosine is not None and evidence.cosine >= others_best - options.personal_first_gap):
-        return 1
-    return options.personal_quota if ranks == (1, 1) else 0
 
 
 def _page_sections(ids: list[str], candidates: dict[str, Hit], keys: dict[str, float], floor: float) -> tuple[float, list[float]]:

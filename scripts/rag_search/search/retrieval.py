@@ -4,7 +4,8 @@ Hybrid by default: each collection's nearest chunks by meaning (ChromaDB, cosine
 and its best chunks by keywords (BM25 over the same chunks) are gathered here,
 at most a few of any one file from each retriever, each with its evidence (its
 ranks in its own collection, cosine, BM25); ranking.py turns that evidence into
-an order (fusion, collection scale, recency, page evidence). Then an optional
+each collection's order (fusion, recency, page evidence), and relevance.py merges
+the collections by each result's chance of answering. Then an optional
 cross-encoder and the per-file cap shape the page (the token budget is the
 formatter's: it counts the answer as printed, output.py).
 
@@ -27,7 +28,7 @@ from ..store import lexical
 from ..store.records import Filters, Hit
 from ..store.store import COLLECTIONS, INDEX_COMMANDS, Store, fingerprint, nothing_built
 from ..text.sections import normalize_tag
-from . import ranking
+from . import ranking, relevance
 
 MODES = ("hybrid", "dense", "lexical")
 PERSONAL = "personal"  # the personal collection, and the source id of its documents
@@ -72,19 +73,6 @@ class SearchOptions:
     docs_page_support: int = 3
     docs_page_closeness: float = 0.5
     section_floor: float = 0.5
-    # Collections weigh exp((their best cosine - the best) / collection_temperature); the personal collection's best
-    # cosine counts personal_head_start more, and about_user_head_start more again for a question about the user's own
-    # context (ranking.about_the_user).
-    collection_temperature: float = 0.2
-    personal_head_start: float = 0.03
-    about_user_head_start: float = 0.1
-    # With both collections searched, the personal page first in both of its collection's lists is shown no lower than
-    # this page (0 = no quota); bench/eval_mixed.py measures it (docs/benchmarks.md).
-    personal_quota: int = 2
-    # ... and the best personal page is shown first when both retrievers found it, one put it first with at least
-    # personal_first_lead (ranking.leads), and its cosine is at most personal_first_gap below the documentation's best.
-    personal_first_lead: float = 0.03
-    personal_first_gap: float = 0.25
     # Hybrid and lexical: the one page of a collection that holds an identifier of the question (lexical.identifiers)
     # is ranked below no page that lacks it (ranking.holders_first).
     exact_identifiers: bool = True
@@ -112,6 +100,7 @@ class SearchResult:
     mode: str = "hybrid"
     notes: list[str] = field(default_factory=list)  # for stderr: e.g. an index not built yet
     reindex: dict[str, str] = field(default_factory=dict)  # collection -> why to rebuild it (it still answered)
+    more: dict[str, int] = field(default_factory=dict)  # both collections searched: results likely to answer, not shown
 
 
 def first_time(settings: Settings, note: str) -> bool:
@@ -272,11 +261,40 @@ def search(stores: dict[str, Store], query: str, vector: np.ndarray, options: Se
     """Rank chunks of the `stores` for `query` (embedded as `vector`) as `options` say; a question naming a recent time
     ("yesterday", "last week") ranks recent personal chunks higher unless a recency half-life is set, and one about a
     version, a release or a change keeps release history at full weight."""
+    options = _as_asked(options, query)
+    total = sum(store.chunk_count() for store in stores.values())
+    candidates = _candidates(stores, query, vector, options)
+    more: dict[str, int] = {}
+    if options.mode == "hybrid" and len({hit.collection for hit in candidates.values()}) > 1:
+        hits, more = relevance.merge(_collection_lists(stores, vector, candidates, options), options.top_k)
+    else:
+        hits = [candidates[chunk_id] for chunk_id in ranking.rank(candidates, options)]
+    if reranker is not None:
+        hits = reranker.rerank(query, hits[: max(options.top_k * 4, 20)])
+    hits = _first_scored(stores, vector, _cap_per_file(hits, options.per_file), options.top_k)
+    return SearchResult(query, hits, list(stores), total, options.mode, more=more,
+                        reindex={name: store.reindex for name, store in stores.items() if store.reindex})
+
+
+def collection_lists(stores: dict[str, Store], query: str, vector: np.ndarray, options: SearchOptions) -> dict[str, list[Hit]]:
+    """What relevance.merge weighs for `query` in hybrid mode: each collection's own list (bench/fit_merge.py fits the
+    merge on them)."""
+    options = _as_asked(options, query)
+    return _collection_lists(stores, vector, _candidates(stores, query, vector, options), options)
+
+
+def _as_asked(options: SearchOptions, query: str) -> SearchOptions:
+    """`options` as the question implies: a recent time ranks recent personal chunks higher unless a half-life is set; a
+    version, a release or a change keeps release history at full weight."""
     if options.recency_half_life_days is None and (implied := ranking.implied_recency_days(query)):
         options = replace(options, recency_half_life_days=implied)
     if options.history_penalty and ranking.asks_about_history(query):
         options = replace(options, history_penalty=0.0)
-    total = sum(store.chunk_count() for store in stores.values())
+    return options
+
+
+def _candidates(stores: dict[str, Store], query: str, vector: np.ndarray, options: SearchOptions) -> dict[str, Hit]:
+    """Every collection's candidates with their evidence, as the mode gathers them."""
     candidates: dict[str, Hit] = {}
     if options.mode in ("hybrid", "dense"):
         _dense(stores, vector, options, candidates)
@@ -290,13 +308,19 @@ def search(stores: dict[str, Store], query: str, vector: np.ndarray, options: Se
         _scored(stores, vector, ranking.needing_closeness(candidates))
     if options.mode == "hybrid" and options.docs_page_closeness:
         _page_closeness(stores, vector, candidates)
+    return candidates
 
-    hits = [candidates[chunk_id] for chunk_id in ranking.rank(candidates, options, ranking.about_the_user(query))]
-    if reranker is not None:
-        hits = reranker.rerank(query, hits[: max(options.top_k * 4, 20)])
-    hits = _first_scored(stores, vector, _cap_per_file(hits, options.per_file), options.top_k)
-    return SearchResult(query, hits, list(stores), total, options.mode,
-                        reindex={name: store.reindex for name, store in stores.items() if store.reindex})
+
+def _collection_lists(stores: dict[str, Store], vector: np.ndarray, candidates: dict, options: SearchOptions) -> dict[str, list[Hit]]:
+    """Each collection's candidates ranked on their own, at most per_file of a file, the first relevance.DEPTH (or
+    top_k) of them scored: what relevance.merge weighs."""
+    lists = {}
+    for name in stores:
+        own = {chunk_id: hit for chunk_id, hit in candidates.items() if hit.collection == name}
+        if own:
+            ranked = _cap_per_file([own[chunk_id] for chunk_id in ranking.rank(own, options)], options.per_file)
+            lists[name] = _first_scored(stores, vector, ranked, max(relevance.DEPTH, options.top_k))
+    return lists
 
 
 def _dense(stores: dict[str, Store], vector: np.ndarray, options: SearchOptions, candidates: dict) -> None:

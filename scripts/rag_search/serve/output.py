@@ -67,6 +67,7 @@ def result_payload(result: "SearchResult", metadata_only: bool = False, explain:
         "total_chunks_searched": result.total_chunks,
         "mode": result.mode,
         "truncated": False,  # within_budget sets it
+        **({"more": result.more} if result.more else {}),
         **({"reindex": result.reindex} if result.reindex else {}),
     }
 
@@ -160,6 +161,8 @@ def to_text(payload: dict) -> str:
     lines.append(f"searched {', '.join(payload['searched_collections'])}: {payload['total_chunks_searched']} chunks, {payload['mode']}")
     if payload["truncated"]:
         lines.append("(more results did not fit in --max-tokens)")
+    if unseen := {name: count for name, count in payload.get("more", {}).items() if count}:
+        lines.append("likely answers not shown: " + ", ".join(f"{name} {count} (--index {name})" for name, count in unseen.items()))
     return "\n".join(lines)
 
 

@@ -68,8 +68,8 @@ class StoredChunk:
 
 
 # What ranking.py adds to a candidate's evidence, and rerank.py after it, in the order --explain shows them.
-RANKING_FIELDS = ("page_cosine", "rrf", "lead", "collection_weight", "recency", "history", "page_score", "page_bonus", "page_chunks",
-                  "page_closeness", "quota", "rerank")
+RANKING_FIELDS = ("page_cosine", "rrf", "lead", "recency", "history", "page_score", "page_bonus", "page_chunks",
+                  "page_closeness", "relevance", "rerank")
 
 
 @dataclass
@@ -90,14 +90,13 @@ class Evidence:
     # ranking.py: what the order was made of
     rrf: float | None = None  # reciprocal rank fusion of its two ranks
     lead: float | None = None  # how far it stands above its collection's runner-up in a list
-    collection_weight: float | None = None
     recency: float | None = None  # the boost of a recent personal chunk
     history: float | None = None  # the weight of a chunk of release history (SearchOptions.history_penalty)
     page_score: float | None = None  # its page's best section plus the page's bonus and closeness
     page_bonus: float | None = None
     page_chunks: int | None = None  # its page's candidates
     page_closeness: float | None = None  # what its page's closeness as a whole earned it
-    quota: int | None = None  # the page the personal quota moved it to
+    relevance: float | None = None  # its chance of answering, by which the collections take turns (relevance.py)
     # rerank.py
     rerank: float | None = None  # the cross-encoder's score
 

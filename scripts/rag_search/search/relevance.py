@@ -1,0 +1,91 @@
+"""One answer from both collections: each result's chance of answering, and the merge it makes.
+
+Each collection ranks its own candidates (ranking.py). What decides between them is
+an estimate, for each result, of the chance that it answers the question, from the
+signals its own search gathered: its cosine, how far below its collection's best and
+above the other collection's best it is, its two ranks, its BM25 score against its
+collection's best, its lead, its place in its collection's list and whether both
+retrievers found it. A logistic model per collection turns them into a chance; the
+weights were fitted on personas written blind (bench/personas, bench/fit_merge.py),
+and chosen leave-one-persona-out with the place threshold and the personal head start.
+
+The merged list keeps each collection's own order, the collections taking turns by the
+best chance each has still to show; a collection whose best result passes
+PLACE_THRESHOLD is shown in the first three; and the answer says per collection how
+many results that pass it were not shown (`more`), so an agent knows when to look
+again with --index.
+"""
+
+import math
+
+from ..store.records import Hit
+
+DEPTH = 10  # results of each collection weighed (more when more are asked for)
+FEATURES = ("cosine", "below_best", "over_other", "dense", "lexical", "bm25", "lead", "place", "both")
+# Logistic weights per collection, in FEATURES order, then the intercept: bench/fit_merge.py --weights.
+WEIGHTS: dict[str, tuple[float, ...]] = {
+    "personal": (0.7932, -0.6454, 2.7052, 2.0801, 2.726, 3.9928, 1.4445, 2.2241, 0.0793, -8.3329),
+    "docs": (3.5855, 1.1519, 3.796, 0.5638, 2.8145, 0.9411, 0.0748, 1.6454, -0.0138, -6.4374),
+}
+PERSONAL_HEAD_START = 0.5  # log-odds added to the personal collection's chances: the user's own context first
+PLACE_THRESHOLD = 0.2  # a collection whose best result's chance reaches this is shown in the first three
+
+
+def signals(hits: list[Hit], other_best: float) -> list[list[float]]:
+    """One row of FEATURES per result of one collection's list (best first, every hit scored); `other_best`: the best
+    cosine of the other collection's list (0 when it has none)."""
+    best = max((hit.score for hit in hits), default=0.0)
+    top_bm25 = max((hit.evidence.bm25 or 0.0 for hit in hits), default=0.0) or 1.0
+    rows = []
+    for place, hit in enumerate(hits, start=1):
+        evidence = hit.evidence
+        rows.append([hit.score, best - hit.score, hit.score - other_best,
+                     1.0 / (1 + evidence.dense_rank) if evidence.dense_rank else 0.0,
+                     1.0 / (1 + evidence.lexical_rank) if evidence.lexical_rank else 0.0,
+                     (evidence.bm25 or 0.0) / top_bm25, evidence.lead or 0.0, 1.0 / place,
+                     float(evidence.dense_rank is not None and evidence.lexical_rank is not None)])
+    return rows
+
+
+def chances(collection: str, rows: list[list[float]], weights: dict[str, tuple[float, ...]] = WEIGHTS,
+            head_start: float = PERSONAL_HEAD_START) -> list[float]:
+    """Each row's chance of answering, by its collection's model (the personal collection's with its head start)."""
+    *coefficients, intercept = weights[collection]
+    shift = intercept + (head_start if collection == "personal" else 0.0)
+    return [1.0 / (1.0 + math.exp(-(shift + sum(w * x for w, x in zip(coefficients, row, strict=True))))) for row in rows]
+
+
+def best_scores(lists: dict[str, list[Hit]]) -> dict[str, float]:
+    """{collection: the best cosine of the other collections' lists}."""
+    return {name: max((hit.score for other, hits in lists.items() if other != name for hit in hits), default=0.0)
+            for name in lists}
+
+
+def merge(lists: dict[str, list[Hit]], top_k: int, threshold: float = PLACE_THRESHOLD,
+          weights: dict[str, tuple[float, ...]] = WEIGHTS, head_start: float = PERSONAL_HEAD_START) -> tuple[list[Hit], dict[str, int]]:
+    """The collections' lists (each best first, every hit scored) as one, and per collection how many results whose
+    chance reaches `threshold` fall below the first `top_k`. Each hit's chance is written into its evidence."""
+    others = best_scores(lists)
+    chance_of: dict[str, float] = {}
+    for name, hits in lists.items():
+        for hit, chance in zip(hits, chances(name, signals(hits, others[name]), weights, head_start), strict=True):
+            chance_of[hit.id] = hit.evidence.relevance = round(chance, 4)
+    order = _taking_turns(list(lists.values()), chance_of)
+    for hits in lists.values():
+        if hits and chance_of[hits[0].id] >= threshold and order.index(hits[0]) > 2:
+            order.remove(hits[0])
+            order.insert(2, hits[0])
+    more = {name: sum(hit.collection == name and chance_of[hit.id] >= threshold for hit in order[top_k:]) for name in lists}
+    return order, more
+
+
+def _taking_turns(lists: list[list[Hit]], chance_of: dict[str, float]) -> list[Hit]:
+    """Each list in its own order, the lists taking turns by the best chance each has still to show."""
+    still = [[max(chance_of[hit.id] for hit in hits[at:]) for at in range(len(hits))] for hits in lists]
+    at = [0] * len(lists)
+    order: list[Hit] = []
+    while live := [n for n, hits in enumerate(lists) if at[n] < len(hits)]:
+        pick = max(live, key=lambda n: still[n][at[n]])
+        order.append(lists[pick][at[pick]])
+        at[pick] += 1
+    return order
