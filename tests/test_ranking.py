@@ -75,6 +75,22 @@ def test_a_documentation_page_of_several_strong_sections_outranks_one_that_match
     assert rank(candidates, SearchOptions(lead=0.0, docs_page_bonus=PLAIN.page_bonus, docs_page_support=2))[0] == "pointer"
 
 
+def test_a_long_documentation_page_of_many_fair_sections_does_not_outrank_one_of_a_few_strong_ones():
+    """docs_page_support's default, from the side that hurts: a page's bonus counts its best few other sections, so a
+    long reference page that mentions the question in eight fair sections stays below a guide that answers it in three
+    strong ones; counting every section, length wins."""
+    candidates = {"guide": hit("guide", "guide.md", score=0.6, dense=1, lexical_rank=2, heading="Guide > Intro"),
+                  "reference": hit("reference", "reference.md", score=0.6, dense=2, lexical_rank=1, heading="Ref > A")}
+    for n in range(2):
+        candidates[f"guide-{n}"] = hit(f"guide-{n}", "guide.md", score=0.58, dense=3 + n, lexical_rank=3 + n,
+                                       heading=f"Guide > Part {n}")
+    for n in range(8):
+        candidates[f"reference-{n}"] = hit(f"reference-{n}", "reference.md", score=0.5, dense=12 + n, lexical_rank=12 + n,
+                                           heading=f"Ref > Option {n}")
+    assert rank(candidates, PLAIN)[0] == "guide"
+    assert rank(candidates, replace(PLAIN, docs_page_support=8))[0] == "reference"
+
+
 def test_of_two_documentation_pages_with_equal_sections_the_one_closer_as_a_whole_comes_first():
     """A pointer page ("for backups, see the backup guide") matches the question in one sentence while the
     page it points to is about the question throughout; retrieval gives each documentation page its closeness as a

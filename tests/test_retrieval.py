@@ -221,3 +221,25 @@ def test_a_documentation_page_is_as_close_as_its_chunks_mean_and_a_record_as_its
     assert backup[0].explain["page_cosine"] == backup[1].explain["page_cosine"] < max(found.score for found in backup)
     for record in records:
         assert record.explain["page_cosine"] == record.explain["cosine"], record.explain
+
+
+def test_the_default_candidate_cap_leaves_room_for_the_answer_beside_a_long_document(tmp_path):
+    """per_file_candidates' default, from the side that hurts: the keyword list of 10 keeps the lesson a 15-chunk
+    transcript would push out (it did, on the mixed benchmark's CI cache question, when each file took every slot)."""
+    catalog = Catalog(tmp_path / "catalog.sqlite")
+    add(catalog, "transcript", "personal", [f"we talked about the CI cache again, part {n} of the call" for n in range(15)])
+    add(catalog, "lesson", "personal", ["Lesson: the CI cache key must include the lockfile hash, or stale wheels come back"])
+    match = lexical.match_expression(lexical.query_terms("CI cache")).expression
+    found = [row[0] for row in catalog.keyword_search(match, 10, Filters(), per_document=SearchOptions().per_file_candidates)]
+    assert "lesson:0" in found
+
+
+def test_a_documentation_set_of_a_few_thousand_chunks_is_searched_on_every_term(tmp_path):
+    """keyword_budget's default, from the side that hurts: the budget leaves a question's most common terms out only
+    in collections far larger than a documentation set (docs-faq's largest has about 4,200 chunks), where scoring every
+    chunk that holds them is most of a search's time; below it, "cache" in every chunk still counts."""
+    catalog = Catalog(tmp_path / "catalog.sqlite")
+    add(catalog, "reference", "docs", [f"option {n}: how the cache of worker {n} is sized" for n in range(5000)])
+    terms = lexical.query_terms("worker cache size")
+    assert catalog.common_terms(terms, SearchOptions().keyword_budget) == frozenset()
+    assert catalog.common_terms(terms, 1000), "a smaller budget leaves the common terms out"
