@@ -5,9 +5,10 @@ an estimate, for each result, of the chance that it answers the question, from t
 signals its own search gathered: its cosine, how far below its collection's best and
 above the other collection's best it is, its two ranks, its BM25 score against its
 collection's best, its lead, its place in its collection's list and whether both
-retrievers found it. A logistic model per collection turns them into a chance; the
-weights were fitted on personas written blind (bench/personas, bench/fit_merge.py),
-and chosen leave-one-persona-out with the place threshold and the personal head start.
+retrievers found it. A logistic model per collection turns them into a chance; its
+weights, the place threshold and the personal head start were fitted on five personas
+(bench/personas, four written blind; bench/fit_merge.py --weights), and are measured
+leave-one-persona-out (docs/benchmarks.md).
 
 The merged list keeps each collection's own order, the collections taking turns by the
 best chance each has still to show; a collection whose best result passes
