@@ -154,9 +154,8 @@ def by_page(ranked: list[str], candidates: dict[str, Hit], keys: dict[str, float
     search, and close in meaning: cosine at least section_floor of the question's best); a documentation page with
     docs_page_bonus and docs_page_support, and there a page whose best chunk is better in both lists stays above (the
     larger bonus never lifts a page of fair sections over the chunk first in both). Ties keep the order of each page's
-    best chunk. A section is a heading path of
-    a file; a record of a JSON file is a page of its own. Documentation pages earn their closeness as a whole too
-    (_with_closeness)."""
+    best chunk. A section is a heading path of a file; a record of a JSON file is a page of its own. Documentation
+    pages earn their closeness as a whole too (_with_closeness)."""
     pages: dict[tuple, list[str]] = {}
     for chunk_id in ranked:
         pages.setdefault(_page_of(candidates[chunk_id]), []).append(chunk_id)
