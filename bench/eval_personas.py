@@ -186,28 +186,41 @@ def within(rank: int | None, cut: int) -> bool:
     return rank is not None and rank <= cut
 
 
-def scores(persona: Persona, found: dict[str, dict]) -> dict:
-    """The persona's counts: personal first / top 3, docs in top 5, cross both in top 5 (with the question counts)."""
-    by_kind = {kind: [q for q in persona.questions if q["kind"] == kind] for kind in ("personal", "docs", "cross")}
-    row = {kind: len(questions) for kind, questions in by_kind.items()}
-    row["top1"] = sum(found[q["id"]]["personal"] == 1 for q in by_kind["personal"])
-    row["top3"] = sum(within(found[q["id"]]["personal"], 3) for q in by_kind["personal"])
-    row["docs5"] = sum(within(found[q["id"]]["docs"], SHOWN) for q in by_kind["docs"])
-    row["cross5"] = sum(within(found[q["id"]]["personal"], SHOWN) and within(found[q["id"]]["docs"], SHOWN)
-                        for q in by_kind["cross"])
+HEADER = ["| persona | system | personal first | personal top 3 | docs in top 5 | cross: both in top 5 |", "|---|---|---|---|---|---|"]
+
+
+def tally(outcomes: list[tuple[str, dict]]) -> dict:
+    """Counts over (kind, {"personal": rank, "docs": rank}) pairs: personal first / top 3, docs in top 5, cross both in
+    top 5, and the question count of each kind."""
+    row = {"personal": 0, "top1": 0, "top3": 0, "docs": 0, "docs5": 0, "cross": 0, "cross5": 0}
+    for kind, ranks in outcomes:
+        row[kind] += 1
+        if kind == "personal":
+            row["top1"] += ranks["personal"] == 1
+            row["top3"] += within(ranks["personal"], 3)
+        elif kind == "docs":
+            row["docs5"] += within(ranks["docs"], SHOWN)
+        else:
+            row["cross5"] += within(ranks["personal"], SHOWN) and within(ranks["docs"], SHOWN)
     return row
+
+
+def scores(persona: Persona, found: dict[str, dict]) -> dict:
+    """The persona's counts (tally) for one system's ranks."""
+    return tally([(q["kind"], found[q["id"]]) for q in persona.questions])
+
+
+def row_line(persona: str, system: str, row: dict) -> str:
+    """One table line: each count over its questions."""
+    cells = [f"{row['top1']}/{row['personal']}", f"{row['top3']}/{row['personal']}", f"{row['docs5']}/{row['docs']}",
+             f"{row['cross5']}/{row['cross']}" if row["cross"] else "–"]
+    return f"| {persona} | {system} | " + " | ".join(cells) + " |"
 
 
 def report(rows: dict[str, dict[str, dict]]) -> str:
     """One line per persona and system: personal top-1 and top-3, docs Hit@5, cross both in top 5, as counts."""
-    lines = ["| persona | system | personal first | personal top 3 | docs in top 5 | cross: both in top 5 |",
-             "|---|---|---|---|---|---|"]
-    for persona, by_system in rows.items():
-        for system, row in by_system.items():
-            cells = [f"{row['top1']}/{row['personal']}", f"{row['top3']}/{row['personal']}", f"{row['docs5']}/{row['docs']}",
-                     f"{row['cross5']}/{row['cross']}" if row["cross"] else "–"]
-            lines.append(f"| {persona} | {system} | " + " | ".join(cells) + " |")
-    return "\n".join(lines)
+    return "\n".join(HEADER + [row_line(persona, system, row) for persona, by_system in rows.items()
+                                for system, row in by_system.items()])
 
 
 def misses(persona: Persona, found: dict[str, dict]) -> list[str]:

@@ -100,17 +100,7 @@ def alone(records: list[dict]) -> list[dict]:
 
 
 def score(records: list[dict], found: list[dict]) -> dict:
-    row = {"personal": 0, "top1": 0, "top3": 0, "docs": 0, "docs5": 0, "cross": 0, "cross5": 0}
-    for record, ranks in zip(records, found, strict=True):
-        row[record["kind"]] += 1
-        if record["kind"] == "personal":
-            row["top1"] += ranks["personal"] == 1
-            row["top3"] += personas.within(ranks["personal"], 3)
-        elif record["kind"] == "docs":
-            row["docs5"] += personas.within(ranks["docs"], SHOWN)
-        else:
-            row["cross5"] += personas.within(ranks["personal"], SHOWN) and personas.within(ranks["docs"], SHOWN)
-    return row
+    return personas.tally([(record["kind"], ranks) for record, ranks in zip(records, found, strict=True)])
 
 
 def objective(row: dict) -> float:
@@ -132,12 +122,6 @@ def calibration(pairs: list[tuple[float, bool]], bins: int = 5) -> str:
     return " ".join(f"{np.mean([p for p, _ in part]):.2f}->{np.mean([y for _, y in part]):.2f}" for part in parts if part)
 
 
-def line(name: str, system: str, row: dict) -> str:
-    cells = [f"{row['top1']}/{row['personal']}", f"{row['top3']}/{row['personal']}", f"{row['docs5']}/{row['docs']}",
-             f"{row['cross5']}/{row['cross']}" if row["cross"] else "–"]
-    return f"| {name} | {system} | " + " | ".join(cells) + " |"
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--work", type=Path, required=True)
@@ -149,15 +133,14 @@ def main() -> int:
     names = args.personas or sorted(p.name for p in personas.PERSONAS.iterdir() if p.is_dir()) + [personas.PLATFORM]
     records = gather(args.work, names)
     grid = [(threshold, head) for threshold in args.threshold for head in args.head_start]
-    print("| persona | system | personal first | personal top 3 | docs in top 5 | cross: both in top 5 |")
-    print("|---|---|---|---|---|---|")
+    print("\n".join(personas.HEADER))
     pairs: dict[str, list] = {c: [] for c in COLLECTIONS}
     for name in names:
         mine, others = [r for r in records if r["persona"] == name], [r for r in records if r["persona"] != name]
         weights = fitted(others)
         setting = choose(others, [other for other in names if other != name], weights, grid)
-        print(line(name, "alone", score(mine, alone(mine))))
-        print(line(name, f"merged, held out (threshold {setting[0]}, head start {setting[1]})",
+        print(personas.row_line(name, "alone", score(mine, alone(mine))))
+        print(personas.row_line(name, f"merged, held out (threshold {setting[0]}, head start {setting[1]})",
                    score(mine, outcomes(mine, weights, *setting))))
         for c in COLLECTIONS:
             pairs[c] += [(p, label) for r in mine for p, label in
