@@ -91,7 +91,7 @@ def sample_texts(store: Store, count: int, seed: int = 0) -> list[str]:
     random.Random(seed).shuffle(keys)
     texts: list[str] = []
     for key in keys:
-        texts += [Chunk(chunk.text, chunk.metadata.get("heading", "")).embed_text for chunk in store.document_chunks(key)]
+        texts += [Chunk(chunk.text, chunk.metadata.get("heading", ""), chunk.metadata).embed_text for chunk in store.document_chunks(key)]
         if len(texts) >= count:
             break
     return texts[:count]

@@ -31,6 +31,11 @@ def model_tokenizer():
     return tokenizer
 
 
+def passages(chunker, text, budget):
+    """What the model reads of each piece (its lead-in left out)."""
+    return [passage for _, passage in chunker.split(text, budget)]
+
+
 def window_size(tokens, text):
     return tokens.count(text) + 2  # [CLS] and [SEP]
 
@@ -86,6 +91,60 @@ def test_long_section_is_split_into_pieces_that_fit_the_window(chunker, tokens):
     assert all(chunk.text.startswith("Paragraph") or chunk.text[0].isalnum() for chunk in chunks)
 
 
+def _prose(rng, sentences):
+    """Sentences of 8-40 words, five to a paragraph, hard-wrapped at 72 columns as reStructuredText pages are."""
+    words = ["the", "controller", "reconciles", "volume", "replicas", "and", "reports", "health", "to", "operators",
+             "while", "backups", "run", "nightly", "on", "each", "node"]
+    text = [" ".join(rng.choice(words) for _ in range(rng.randint(8, 40))).capitalize() + "." for _ in range(sentences)]
+    paragraphs = [" ".join(text[i : i + 5]) for i in range(0, len(text), 5)]
+    return "\n\n".join("\n".join(_wrapped(paragraph, 72)) for paragraph in paragraphs)
+
+
+def _wrapped(paragraph, width):
+    lines, line = [], ""
+    for word in paragraph.split():
+        if line and len(line) + 1 + len(word) > width:
+            lines.append(line)
+            line = word
+        else:
+            line = f"{line} {word}" if line else word
+    return lines + [line]
+
+
+def test_a_continuation_is_shown_from_the_start_of_its_sentence(chunker):
+    rng = random.Random(7)
+    text = _prose(rng, 200)
+    chunks = chunker.chunk([Section(["Guide"], text)])
+    assert len(chunks) > 10
+    for chunk in chunks[1:]:
+        assert chunk.text[0].isupper(), f"starts mid-sentence: {chunk.text[:60]!r}"
+        start = text.find(chunk.text)
+        assert start > 0 and text[:start].rstrip().endswith("."), f"not after a sentence's end: {chunk.text[:60]!r}"
+
+
+def test_a_continuation_is_embedded_from_the_overlap_as_before(chunker, tokens):
+    """The lead-in is for the reader: the model reads the passage from the fixed overlap, as ranking was measured."""
+    rng = random.Random(8)
+    text = _prose(rng, 200)
+    chunks = chunker.chunk([Section(["Guide"], text)])
+    leads = [chunk for chunk in chunks[1:] if chunk.passage != chunk.text]
+    assert len(leads) > len(chunks) // 2, "most continuations of such prose start mid-sentence at the overlap"
+    for before, after in zip(chunks, chunks[1:], strict=False):
+        assert after.text.endswith(after.passage) and after.embed_text == f"Guide\n\n{after.passage}"
+        shared = next(size for size in range(len(after.passage), 0, -1) if before.passage.endswith(after.passage[:size]))
+        word_before = before.passage[: len(before.passage) - shared].rstrip().rsplit(None, 1)[-1]
+        overlap = before.passage[before.passage.rindex(word_before, 0, len(before.passage) - shared) :]
+        assert tokens.count(after.passage[:shared]) <= chunker.overlap < tokens.count(overlap), \
+            "the passage starts at the first word in the 32 word pieces before the cut"
+        assert before.passage.endswith(after.text[: len(after.text) - len(after.passage) + shared]), "the lead-in is shown before"
+
+
+def test_a_lead_in_reaches_back_no_further_than_its_limit(chunker, tokens):
+    text = " ".join(f"word{i}" for i in range(3000))  # no sentence ends at all
+    chunks = chunker.chunk([Section([], text)])
+    assert all(chunk.text == chunk.passage for chunk in chunks), "no sentence start in reach: shown from the overlap"
+
+
 def test_no_chunk_of_a_note_exceeds_the_window_as_the_model_tokenizes_it(chunker, model_tokenizer):
     rng = random.Random(1)
     sections = [Section(["Notes", f"Build {i}", _identifier(rng)], _note(rng)) for i in range(150)]
@@ -95,7 +154,7 @@ def test_no_chunk_of_a_note_exceeds_the_window_as_the_model_tokenizes_it(chunker
 
 def test_consecutive_pieces_overlap(chunker):
     words = " ".join(f"word{i}" for i in range(2000))
-    pieces = chunker.split(words, 100)
+    pieces = passages(chunker, words, 100)
     assert len(pieces) > 5
     for before, after in zip(pieces, pieces[1:], strict=False):
         first_after = after.split()[0]
@@ -109,7 +168,7 @@ def test_text_without_any_boundary_is_still_cut(chunker, model_tokenizer):
     word = _letters(rng, 20_000)
     ideographs = "".join(chr(rng.randint(0x4E00, 0x9FFF)) for _ in range(20_000))
     for blob, at_least in ((word, 2), (ideographs, 100)):
-        pieces = chunker.split(blob, 200)
+        pieces = passages(chunker, blob, 200)
         assert len(pieces) >= at_least
         for piece in pieces:
             assert len(model_tokenizer.encode(piece, add_special_tokens=False).ids) <= 200
@@ -129,7 +188,7 @@ def test_a_run_of_long_words_is_cut_by_characters(chunker, tokens):
 def test_a_word_longer_than_a_tokenizer_window_is_cut_and_what_follows_is_kept(chunker):
     rng = random.Random(5)
     text = _letters(rng, chunking.WINDOW_CHARS + 10_000) + " " + " ".join(_letters(rng, 8) for _ in range(3000))
-    pieces = chunker.split(text, 200)
+    pieces = passages(chunker, text, 200)
     assert max(len(piece) for piece in pieces) <= MAX_CHUNK_CHARS
     assert_holds_all_of(text, pieces)
 
@@ -137,23 +196,23 @@ def test_a_word_longer_than_a_tokenizer_window_is_cut_and_what_follows_is_kept(c
 def test_a_run_of_spaces_longer_than_a_tokenizer_window_only_separates_pieces(chunker):
     before = " ".join(f"word{i}" for i in range(50))
     after = " ".join(f"term{i}" for i in range(50))
-    assert chunker.split(before + " " * (chunking.WINDOW_CHARS + 1000) + after, 200) == [before, after]
+    assert passages(chunker, before + " " * (chunking.WINDOW_CHARS + 1000) + after, 200) == [before, after]
 
 
 def test_an_accent_the_tokenizer_drops_stays_in_the_piece(chunker):
     text = " ".join(f"word{i}" for i in range(300)) + " cafe\u0301"  # é as e and a combining accent: the word piece is "cafe"
-    assert chunker.split(text, 200)[-1].endswith("cafe\u0301")
+    assert passages(chunker, text, 200)[-1].endswith("cafe\u0301")
 
 
 def test_a_section_of_characters_the_tokenizer_drops_has_no_pieces(chunker):
-    assert chunker.split("\u200b\u200b\x00", 200) == []
+    assert passages(chunker, "\u200b\u200b\x00", 200) == []
 
 
 def test_code_fence_is_not_cut_when_a_boundary_outside_is_in_reach(chunker, tokens):
     prose = " ".join(f"Sentence number {i} explains the setup." for i in range(25))
     code = "```python\n" + "\n".join(f"value_{i} = compute({i})" for i in range(12)) + "\n```"
     text = prose + "\n\n" + code + "\n\n" + prose
-    pieces = chunker.split(text, 200)
+    pieces = passages(chunker, text, 200)
     for piece in pieces:
         assert piece.count("```") in (0, 2), f"a fence was cut:\n{piece}"
 
@@ -177,16 +236,16 @@ def test_a_huge_section_is_tokenized_a_window_at_a_time_with_the_same_result(tok
     rng = __import__("random").Random(4)
     text = "\n\n".join(" ".join(rng.choice(["alpha", "beta", "gamma.", "delta,", "epsilon"]) for _ in range(rng.randint(20, 90)))
                        for _ in range(400))
-    whole = Chunker(tokens).split(text, 200)
+    whole = passages(Chunker(tokens), text, 200)
     monkeypatch.setattr(chunking, "WINDOW_CHARS", 3000)  # about 600 word pieces a window
-    windowed = Chunker(tokens).split(text, 200)
+    windowed = passages(Chunker(tokens), text, 200)
     assert all(tokens.count(piece) <= 200 for piece in windowed)
     assert windowed == whole, "cuts land on the same paragraph and sentence boundaries"
 
 
 def test_a_continuation_inside_code_starts_at_a_line(chunker):
     code = "\n".join(f"    result_{i} = compute_total(order_{i}, discount={i}, currency='EUR')  # line {i}" for i in range(120))
-    pieces = chunker.split(f"```python\n{code}\n```", chunker.budget)
+    pieces = passages(chunker, f"```python\n{code}\n```", chunker.budget)
     assert len(pieces) > 2
     for piece in pieces[1:]:
         assert re.match(r"(result_\d+ = |```)", piece), piece[:60]

@@ -219,6 +219,21 @@ def test_get_gives_the_indexed_text_when_the_file_changed_and_redacts_secrets(tm
     assert "## Deploy > Rollback" in stale["text"] and "Revert the tag" in stale["text"]
 
 
+def test_get_joins_a_long_section_from_the_index_with_each_sentence_once(tmp_path):
+    """Continuations are shown from their sentence's start, which the chunk before holds too: said once when joined."""
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    sentences = [f"Step {i} drains node {i} before the kubelet on it is upgraded to the next minor release." for i in range(80)]
+    note = notes / "upgrade.md"
+    note.write_text("# Upgrade\n\n" + " ".join(sentences) + "\n")
+    data = tmp_path / "data"
+    assert call_script("index_personal.py", "--data-dir", data, notes).code == 0
+    note.unlink()
+    joined = call_script("get.py", "--data-dir", data, "upgrade.md").json
+    assert joined["from"] == "index" and joined["chunks"] > 2
+    assert joined["text"].split() == ["##", "Upgrade", *" ".join(sentences).split()], "chunks are joined at a paragraph break"
+
+
 def test_get_reads_a_web_page_from_its_saved_markdown_redacted_as_indexed(tmp_path):
     data = tmp_path / "data"
     token = "AKIA" + "Q7ZK3M9TR2XW4NBV"

@@ -112,6 +112,15 @@ def test_the_keyword_copy_keeps_a_file_whose_chunks_span_two_pages():
     assert documents[0][1][0].embed_text.startswith("Notes"), "the heading is part of the keyword text, as when indexing"
 
 
+def test_the_keyword_copy_leaves_out_a_lead_in_as_indexing_does():
+    """A continuation shown from its sentence's start is embedded and keyword-indexed from the overlap's start."""
+    from rag_search.store.server_vectors import keyword_documents
+
+    metadata = {"source_id": "docs", "file": "a.md", "chunk_index": 1, "heading": "Notes", "embedded_from": 15}
+    (_, records), = keyword_documents([("a:1", "The lead-in is replicas reconcile.", metadata, None)])
+    assert records[0].embed_text == "Notes\n\nreplicas reconcile."
+
+
 def _note(folder, name: str, text: str):
     folder.mkdir(parents=True, exist_ok=True)
     (folder / name).write_text(text)

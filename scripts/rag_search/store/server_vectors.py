@@ -336,7 +336,7 @@ def keyword_documents(chunks: list[tuple[str, str, dict, np.ndarray]]) -> list[t
             documents[key] = (DocumentRecord(key, metadata.get("source_id", ""), metadata.get("file", ""), None, "", 0,
                                              metadata.get("indexed_at", "")), [])
         record, records = documents[key]
-        embedded = Chunk(text, metadata.get("heading", "")).embed_text
+        embedded = Chunk(text, metadata.get("heading", ""), metadata).embed_text
         records.append(ChunkRecord(chunk_id, int(metadata.get("chunk_index", 0)), text, embedded, "", metadata))
         record.chunk_count += 1
     return list(documents.values())

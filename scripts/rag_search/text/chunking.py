@@ -5,6 +5,10 @@ silently drops the rest, so every chunk is measured with the model's own
 tokenizer. A section that does not fit is cut at the best boundary inside the
 window (paragraph, then line, sentence, word; a code fence only as a last
 resort) and the next piece starts a little before the cut (the overlap).
+A continuation is embedded from the overlap's start, wherever that falls, but shown
+from the start of its sentence: the words before it (the lead-in, also the end of
+the chunk before) are for the reader, who should not start mid-sentence, and not for
+the model, whose ranking was measured on the fixed overlap (docs/decisions.md).
 A chunk is bounded in characters too: WordPiece reads any word of over 100
 characters as one [UNK], so a run of such words (hashes, base64, minified code)
 is few word pieces however long.
@@ -18,8 +22,10 @@ from dataclasses import dataclass, field
 from ..model.embedding import TokenCounter
 from .sections import Section
 
-# Bump when chunk boundaries or embedded text change: it is part of the index fingerprint.
-CHUNKER_VERSION = "9"  # 9: reStructuredText (.rst, .rest) read by docutils: sections per title, code as fences, roles
+# Bump when chunk boundaries, shown or embedded text change: it is part of the index fingerprint.
+CHUNKER_VERSION = "10"  # 10: a continuation is shown from its sentence's start (the lead-in, at most LEAD_IN_LIMIT word
+# pieces back) and embedded as before, from the overlap's start: metadata embedded_from says where that is
+# 9: reStructuredText (.rst, .rest) read by docutils: sections per title, code as fences, roles
 # as their text, toctrees, targets and comments left out; `.. include::` and `.. literalinclude::` resolved; each
 # documentation chunk carries its page's kind (page_kind: guide, reference, changelog, blog), which --kind filters on
 # and ranking weighs; markdown's headings and code found by markdown-it (a setext heading is one line, never a table
@@ -41,11 +47,15 @@ WINDOW_CHARS = 256 * 1024  # text tokenized at once: bounds the memory a huge se
 MAX_CHUNK_CHARS = 10_000
 WINDOW_MARGIN = 16  # word pieces kept clear of a window's end, where a word may be cut in two
 HEADING_SEPARATOR = " > "
+EMBEDDED_FROM = "embedded_from"  # chunk metadata: where in its text the passage the model read begins (after the lead-in)
+LEAD_IN_LIMIT = 128  # word pieces a continuation's shown text may reach back for its sentence's start
 
 # Priority of cutting before a token; higher is better, 0 splits a word.
 PARAGRAPH, LINE, SENTENCE, WORD = 4.0, 3.0, 2.0, 1.0
 IN_FENCE_LINE, IN_FENCE_WORD = 0.6, 0.3
 
+_SENTENCE_END = re.compile(r"[.!?][\"')\]*_`]*$")  # a sentence's end, and what may close on it
+_LINE_START = re.compile(r"[-*+>|#]\s|\d+[.)]\s|[-=+|]{3}")  # a list item, quote, heading or table row
 _FENCE_BLOCK = re.compile(r"^ {0,3}(`{3,}|~{3,})[^\n]*\n.*?^ {0,3}\1[ \t]*$", re.MULTILINE | re.DOTALL)
 
 
@@ -58,9 +68,14 @@ class Chunk:
     metadata: dict = field(default_factory=dict)
 
     @property
+    def passage(self) -> str:
+        """The text less its lead-in (the start of a sentence the chunk before holds, shown for reading only)."""
+        return self.text[self.metadata.get(EMBEDDED_FROM, 0):]
+
+    @property
     def embed_text(self) -> str:
         """What the model and the keyword index see: the heading path, then the passage."""
-        return f"{self.heading}\n\n{self.text}" if self.heading else self.text
+        return f"{self.heading}\n\n{self.passage}" if self.heading else self.passage
 
     @property
     def text_hash(self) -> str:
@@ -84,12 +99,14 @@ class Chunker:
         for section in sections:
             heading = self._fit_heading(HEADING_SEPARATOR.join(section.path))
             room = self.budget - (self._tokens.count(heading + "\n\n") if heading else 0)
-            for piece in self.split(section.text, room):
-                chunks.append(Chunk(piece, heading, dict(section.metadata)))
+            for lead_in, passage in self.split(section.text, room):
+                metadata = {**section.metadata, EMBEDDED_FROM: len(lead_in)} if lead_in else dict(section.metadata)
+                chunks.append(Chunk(lead_in + passage, heading, metadata))
         return chunks
 
-    def split(self, text: str, budget: int) -> list[str]:
-        """Cut `text` into pieces of at most `budget` word pieces and MAX_CHUNK_CHARS characters each.
+    def split(self, text: str, budget: int) -> list[tuple[str, str]]:
+        """Cut `text` into passages of at most `budget` word pieces and MAX_CHUNK_CHARS characters each, each with
+        its lead-in: the text from its sentence's start ("" for a passage that starts one).
 
         Text is tokenized WINDOW_CHARS at a time, so a section of megabytes costs the memory of one window.
         """
@@ -97,7 +114,7 @@ class Chunker:
         fences = [(m.start(), m.end()) for m in _FENCE_BLOCK.finditer(text)]
         offsets, priority, complete = self._window(text, 0, fences)
         pieces = []
-        start = 0
+        start = shown = 0  # the next passage's first word piece, and the character its shown text starts at
         while start < len(offsets):
             if not complete and _reach(offsets, start, budget) >= len(offsets) - WINDOW_MARGIN:  # near the window's end
                 offsets, priority, complete = self._window(text, offsets[start][0], fences)
@@ -105,21 +122,25 @@ class Chunker:
             cut = self._cut(text, offsets, priority, start, budget)
             begin = offsets[start][0]
             if cut < len(offsets):
-                end = offsets[cut][0]
+                end, previous = offsets[cut][0], start
                 start = max(cut - self.overlap, start + 1)
                 while start < cut and priority[start] < WORD:
                     start += 1
+                next_shown = offsets[_sentence_start(text, offsets, priority, start, previous)][0]
             else:  # the rest of the window: then the text's end, or a long run of spaces and the next window
                 if complete:
                     offsets = []
                 else:
                     offsets, priority, complete = self._window(text, offsets[-1][1], fences)
                 start = 0
-                end = offsets[0][0] if offsets else len(text)
+                end = next_shown = offsets[0][0] if offsets else len(text)
             # Up to the next word piece, so it keeps what the tokenizer drops after its last one (an accent, a joiner);
             # only such characters can reach past MAX_CHUNK_CHARS, and are cut there.
-            pieces.append(text[begin:end].strip()[:MAX_CHUNK_CHARS])
-        return [piece for piece in pieces if piece]
+            passage, lead_in = text[begin:end].strip()[:MAX_CHUNK_CHARS], text[shown:begin].lstrip()
+            if passage:
+                pieces.append((lead_in if len(lead_in) + len(passage) <= MAX_CHUNK_CHARS else "", passage))
+            shown = next_shown
+        return pieces
 
     def _cut(self, text: str, offsets: list[tuple[int, int]], priority: list[float], start: int, budget: int) -> int:
         """Where the piece from token `start` ends: the best boundary that keeps it within `budget` word pieces, or
@@ -178,6 +199,28 @@ def _reach(offsets: list[tuple[int, int]], start: int, limit: int) -> int:
     """The end (exclusive) of the longest run of tokens from `start` within `limit` of them and MAX_CHUNK_CHARS."""
     last = offsets[start][0] + MAX_CHUNK_CHARS
     return bisect.bisect_right(offsets, last, start + 1, min(len(offsets), start + limit), key=lambda span: span[1])
+
+
+def _sentence_start(text: str, offsets: list[tuple[int, int]], priority: list[float], start: int, previous: int) -> int:
+    """The word piece that starts the sentence word piece `start` is in: at most LEAD_IN_LIMIT back and after the
+    previous passage's first (`previous`); `start` itself when none is in reach."""
+    for i in range(start, max(previous + 1, start - LEAD_IN_LIMIT) - 1, -1):
+        if _starts_sentence(text, offsets, priority[i], i):
+            return i
+    return start
+
+
+def _starts_sentence(text: str, offsets: list[tuple[int, int]], priority: float, i: int) -> bool:
+    """Whether word piece `i` (cut priority `priority`) starts a sentence, a paragraph, a list item, a table row or a
+    line of code: not a hard-wrapped line of prose."""
+    if priority >= PARAGRAPH or priority == IN_FENCE_LINE:
+        return True
+    if priority not in (LINE, SENTENCE):
+        return False
+    if _SENTENCE_END.search(text, max(0, offsets[i - 1][1] - 4), offsets[i - 1][1]):
+        return True
+    line_before = text[text.rfind("\n", 0, offsets[i - 1][1]) + 1 : offsets[i - 1][1]]
+    return priority == LINE and (line_before.endswith(":") or "|" in line_before or _LINE_START.match(text, offsets[i][0]) is not None)
 
 
 def _cut_priorities(text: str, offsets: list[tuple[int, int]], fences: list[tuple[int, int]]) -> list[float]:
