@@ -7,16 +7,16 @@ cap), and each result becomes a row: the signals retrieval already has (cosine a
 the collection's best, the two ranks, BM25 normalised within the collection, the lead, the place
 in its collection's order, whether both retrievers found it) and whether it answers the question
 (bench/eval_personas.answers). A logistic model per collection, fitted on the other personas,
-gives each result of the held-out persona its estimated chance of answering; the merged list
-takes each collection's results in their own order, by that chance, and a collection whose best
-result passes --threshold gets a place in the first three. Scored as eval_personas scores the
-default search, beside today's default, with calibration per collection (predicted against
-observed, in bins).
+gives each result of the held-out persona its estimated chance of answering, and relevance.merge
+makes the merged list by it (the five likeliest to show the user's answer among the first three
+and a page among the five, likelier first). Scored as eval_personas scores the default search,
+beside each collection alone, with calibration per collection (predicted against observed, in
+bins).
 
-The weights relevance.py ships are fitted on every persona, with the threshold and head start
-chosen on every persona the same way (--weights prints them).
+The weights relevance.py ships are fitted on every persona, with the head start chosen on every
+persona the same way (--weights prints them).
 
-    .venv/bin/python bench/fit_merge.py --work /tmp/personas [--threshold 0.1 0.3 1] [--head-start 0 1] [--weights]
+    .venv/bin/python bench/fit_merge.py --work /tmp/personas [--head-start 0 1] [--weights]
 """
 
 import argparse
@@ -82,11 +82,11 @@ def fitted(records: list[dict]) -> dict[str, tuple[float, ...]]:
                    np.asarray([label for r in records for label in r["labels"][c]], dtype=float)) for c in COLLECTIONS}
 
 
-def outcomes(records: list[dict], weights: dict, threshold: float, head_start: float) -> list[dict]:
+def outcomes(records: list[dict], weights: dict, head_start: float) -> list[dict]:
     """Per question, the rank of the first answering result of each collection in the merged list."""
     found = []
     for r in records:
-        order, _ = relevance.merge(r["lists"], SHOWN, threshold, weights, head_start)
+        order, _ = relevance.merge(r["lists"], SHOWN, weights, head_start)
         answering = {id(hit) for c in COLLECTIONS for hit, label in zip(r["lists"][c], r["labels"][c], strict=True) if label}
         found.append({c: next((rank for rank, hit in enumerate(order, start=1) if hit.collection == c and id(hit) in answering), None)
                       for c in COLLECTIONS})
@@ -109,10 +109,10 @@ def objective(row: dict) -> float:
                                                          ("cross5", "cross")) if row[count])
 
 
-def choose(records: list[dict], names: list[str], weights: dict, grid: list[tuple[float, float]]) -> tuple[float, float]:
-    """The (threshold, head start) with the best objective summed over these personas."""
+def choose(records: list[dict], names: list[str], weights: dict, grid: list[float]) -> float:
+    """The head start with the best objective summed over these personas."""
     by_persona = {name: [r for r in records if r["persona"] == name] for name in names}
-    return max(grid, key=lambda setting: sum(objective(score(mine, outcomes(mine, weights, *setting))) for mine in by_persona.values()))
+    return max(grid, key=lambda head: sum(objective(score(mine, outcomes(mine, weights, head))) for mine in by_persona.values()))
 
 
 def calibration(pairs: list[tuple[float, bool]], bins: int = 5) -> str:
@@ -126,22 +126,20 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--work", type=Path, required=True)
     parser.add_argument("--personas", nargs="+")
-    parser.add_argument("--threshold", type=float, nargs="+", default=[0.1, 0.2, 0.3, 0.5, 1.0])
     parser.add_argument("--head-start", type=float, nargs="+", default=[0.0, 0.5, 1.0, 1.5, 2.0])
     parser.add_argument("--weights", action="store_true", help="print the weights and setting fitted on every persona")
     args = parser.parse_args()
     names = args.personas or sorted(p.name for p in personas.PERSONAS.iterdir() if p.is_dir()) + [personas.PLATFORM]
     records = gather(args.work, names)
-    grid = [(threshold, head) for threshold in args.threshold for head in args.head_start]
+    grid = args.head_start
     print("\n".join(personas.HEADER))
     pairs: dict[str, list] = {c: [] for c in COLLECTIONS}
     for name in names:
         mine, others = [r for r in records if r["persona"] == name], [r for r in records if r["persona"] != name]
         weights = fitted(others)
-        setting = choose(others, [other for other in names if other != name], weights, grid)
+        head = choose(others, [other for other in names if other != name], weights, grid)
         print(personas.row_line(name, "alone", score(mine, alone(mine))))
-        print(personas.row_line(name, f"merged, held out (threshold {setting[0]}, head start {setting[1]})",
-                   score(mine, outcomes(mine, weights, *setting))))
+        print(personas.row_line(name, f"merged, held out (head start {head})", score(mine, outcomes(mine, weights, head))))
         for c in COLLECTIONS:
             pairs[c] += [(p, label) for r in mine for p, label in
                          zip(relevance.chances(c, r["rows"][c], weights, 0.0), r["labels"][c], strict=True)]
@@ -149,7 +147,7 @@ def main() -> int:
         print(f"calibration {c}, held out (predicted->observed, 5 bins): {calibration(pairs[c])}", file=sys.stderr)
     if args.weights:
         weights = fitted(records)
-        print(f"WEIGHTS = {weights!r}\nsetting (threshold, head start) = {choose(records, names, weights, grid)}")
+        print(f"WEIGHTS = {weights!r}\nPERSONAL_HEAD_START = {choose(records, names, weights, grid)}")
     return 0
 
 

@@ -1,5 +1,6 @@
-"""One answer from both collections (relevance.py): each keeps its own order, the likelier answer comes first, a likely
-answer of either is shown in the first three, and what is not shown is counted."""
+"""One answer from both collections (relevance.py): each keeps its own order, the likelier answer comes first, the five
+shown are those likeliest to hold the user's answer among the first three and a documentation answer among the five,
+and what is not shown is counted."""
 
 import json
 import shutil
@@ -48,20 +49,32 @@ def test_the_collection_more_likely_to_answer_comes_first_either_way():
 BY_COSINE = {name: (10.0,) + (0.0,) * (len(relevance.FEATURES) - 1) + (-5.0,) for name in ("personal", "docs")}
 
 
-def test_a_likely_answer_of_the_other_collection_is_shown_in_the_first_three():
-    """Five notes likelier to answer than the documentation's best would take the first five places; the page, likely
-    enough, takes the third."""
+def test_the_five_shown_are_those_likeliest_to_hold_an_answer_of_each():
+    """Five notes each likelier to answer than any page would take all five places by chance alone; a third note adds
+    less to the chance that the user's answer is shown (0.987 -> 0.998) than a third page adds to the documentation's
+    (0.964 -> 0.992), so two notes and three pages are shown, likelier first."""
     pages = pages_found_by_both(3, best=0.66)
-    order, _ = relevance.merge({"personal": strong_notes(5), "docs": pages}, 5, 0.1, BY_COSINE, 0.0)
-    assert [found.id for found in order[:4]] == ["note-1", "note-2", "page-1", "note-3"]
-    order, _ = relevance.merge({"personal": strong_notes(5), "docs": pages}, 5, 1.0, BY_COSINE, 0.0)
-    assert order.index(pages[0]) == 5, "without the place, its chance alone puts it after the notes"
+    order, _ = relevance.merge({"personal": strong_notes(5), "docs": pages}, 5, BY_COSINE, 0.0)
+    assert [found.id for found in order] == ["note-1", "note-2", "page-1", "page-2", "page-3", "note-3", "note-4", "note-5"]
+
+
+def test_unlikely_notes_are_shown_below_likely_pages_in_the_first_three():
+    """Notes of chance 0.12-0.17 and pages of 0.88-0.92: past two pages a third adds next to nothing, and each note
+    adds its own chance that the user's answer is among the first three."""
+    notes = [record(f"note-{n}", 0.35 - 0.01 * n, n) for n in range(1, 6)]
+    order, _ = relevance.merge({"personal": notes, "docs": pages_found_by_both(5, best=0.75)}, 5, BY_COSINE, 0.0)
+    assert [found.id for found in order[:5]] == ["page-1", "page-2", "note-1", "note-2", "note-3"]
+
+
+def test_one_result_asked_for_is_the_likeliest_of_either():
+    order, _ = relevance.merge({"personal": strong_notes(2), "docs": pages_found_by_both(2, best=0.80)}, 1, BY_COSINE, 0.0)
+    assert order[0].id == "page-1"
 
 
 def test_likely_answers_below_the_cut_are_counted_per_collection():
     pages = pages_found_by_both(3, best=0.66) + [record(f"far-{n}", 0.25, 3 + n, collection="docs") for n in range(1, 4)]
-    _, more = relevance.merge({"personal": strong_notes(5), "docs": pages}, 3, 0.1, BY_COSINE, 0.0)
-    assert more == {"personal": 3, "docs": 2}, "two strong pages below the cut are counted, three far ones not"
+    _, more = relevance.merge({"personal": strong_notes(5), "docs": pages}, 3, BY_COSINE, 0.0)
+    assert more == {"personal": 4, "docs": 1}, "of three shown (a note, two pages): a strong page is counted, far ones not"
 
 
 def test_the_answer_says_what_the_other_collection_had_below_the_cut(tmp_path):
@@ -90,9 +103,9 @@ def test_the_answer_says_what_the_other_collection_had_below_the_cut(tmp_path):
 
 def test_the_users_record_first_in_both_lists_comes_before_a_page_a_little_closer_in_meaning():
     """The personal head start's default, from the side that hurts: the user's record, first in both of its lists, comes
-    before a documentation page whose cosine is 0.15 higher; without the head start the page comes first."""
+    before a documentation page whose cosine is 0.22 higher; with a head start of 1.0 the page comes first."""
     def lists():
         return {"personal": [record("mine", 0.50, 1, 1)] + [record(f"note-{n}", 0.40, n, n) for n in (2, 3)],
-                "docs": [record("page", 0.65, 1, 1, "docs")] + [record(f"page-{n}", 0.55, n, n, "docs") for n in (2, 3)]}
+                "docs": [record("page", 0.72, 1, 1, "docs")] + [record(f"page-{n}", 0.62, n, n, "docs") for n in (2, 3)]}
     assert relevance.merge(lists(), 5)[0][0].id == "mine"
-    assert relevance.merge(lists(), 5, head_start=0.0)[0][0].id == "page"
+    assert relevance.merge(lists(), 5, head_start=1.0)[0][0].id == "page"

@@ -6,17 +6,20 @@ signals its own search gathered: its cosine, how far below its collection's best
 above the other collection's best it is, its two ranks, its BM25 score against its
 collection's best, its lead, its place in its collection's list and whether both
 retrievers found it. A logistic model per collection turns them into a chance; its
-weights, the place threshold and the personal head start were fitted on five personas
+weights and the personal head start were fitted on five personas
 (bench/personas, four written blind; bench/fit_merge.py --weights), and are measured
 leave-one-persona-out (docs/benchmarks.md).
 
-The merged list keeps each collection's own order, the collections taking turns by the
-best chance each has still to show; a collection whose best result passes
-PLACE_THRESHOLD is shown in the first three; and the answer says per collection how
-many results that pass it were not shown (`more`), so an agent knows when to look
-again with --index.
+Which results are shown first: the five (search.py's default; fewer when fewer are
+asked for) likeliest to hold an answer of the user's own among the first three and a
+documentation answer among the five, each collection's taken from the top of its own
+list. In what order: each collection keeps its own, the collections taking turns by the
+best chance each has still to show; the rest follow the same way. The answer says per
+collection how many results at least LIKELY to answer were not shown (`more`), so an
+agent knows when to look again with --index.
 """
 
+import itertools
 import math
 
 from ..store.records import Hit
@@ -28,8 +31,10 @@ WEIGHTS: dict[str, tuple[float, ...]] = {
     "personal": (0.7932, -0.6454, 2.7052, 2.0801, 2.726, 3.9928, 1.4445, 2.2241, 0.0793, -8.3329),
     "docs": (3.5855, 1.1519, 3.796, 0.5638, 2.8145, 0.9411, 0.0748, 1.6454, -0.0138, -6.4374),
 }
-PERSONAL_HEAD_START = 0.5  # log-odds added to the personal collection's chances: the user's own context first
-PLACE_THRESHOLD = 0.2  # a collection whose best result's chance reaches this is shown in the first three
+PERSONAL_HEAD_START = 1.5  # log-odds added to the personal collection's chances: the user's own context first
+FIRST = 3  # the places where an answer of the user's own is worth showing
+SHOWN = 5  # the first results chosen together (search.py shows five); the rest take turns
+LIKELY = 0.2  # a result not shown that is at least this likely to answer is counted in `more`
 
 
 def signals(hits: list[Hit], other_best: float) -> list[list[float]]:
@@ -62,22 +67,36 @@ def best_scores(lists: dict[str, list[Hit]]) -> dict[str, float]:
             for name in lists}
 
 
-def merge(lists: dict[str, list[Hit]], top_k: int, threshold: float = PLACE_THRESHOLD,
-          weights: dict[str, tuple[float, ...]] = WEIGHTS, head_start: float = PERSONAL_HEAD_START) -> tuple[list[Hit], dict[str, int]]:
-    """The collections' lists (each best first, every hit scored) as one, and per collection how many results whose
-    chance reaches `threshold` fall below the first `top_k`. Each hit's chance is written into its evidence."""
+def merge(lists: dict[str, list[Hit]], top_k: int, weights: dict[str, tuple[float, ...]] = WEIGHTS,
+          head_start: float = PERSONAL_HEAD_START) -> tuple[list[Hit], dict[str, int]]:
+    """The collections' lists (each best first, every hit scored) as one, and per collection how many results at least
+    LIKELY to answer fall below the first `top_k`. Each hit's chance is written into its evidence."""
     others = best_scores(lists)
     chance_of: dict[str, float] = {}
     for name, hits in lists.items():
         for hit, chance in zip(hits, chances(name, signals(hits, others[name]), weights, head_start), strict=True):
             chance_of[hit.id] = hit.evidence.relevance = round(chance, 4)
-    order = _taking_turns(list(lists.values()), chance_of)
-    for hits in lists.values():
-        if hits and chance_of[hits[0].id] >= threshold and order.index(hits[0]) > 2:
-            order.remove(hits[0])
-            order.insert(2, hits[0])
-    more = {name: sum(hit.collection == name and chance_of[hit.id] >= threshold for hit in order[top_k:]) for name in lists}
+    counts = _shown_counts(lists, chance_of, min(top_k, SHOWN, sum(map(len, lists.values()))))
+    first = _taking_turns([hits[:count] for hits, count in zip(lists.values(), counts, strict=True)], chance_of)
+    order = first + _taking_turns([hits[count:] for hits, count in zip(lists.values(), counts, strict=True)], chance_of)
+    more = {name: sum(hit.collection == name and chance_of[hit.id] >= LIKELY for hit in order[top_k:]) for name in lists}
     return order, more
+
+
+def _shown_counts(lists: dict[str, list[Hit]], chance_of: dict[str, float], size: int) -> tuple[int, ...]:
+    """How many results of each collection's top to show first, `size` in all: the split likeliest to show an answer of
+    the user's own among the first FIRST and an answer of every other collection among all `size` (chances taken as
+    independent, so a collection's next result is worth less the likelier those before it are)."""
+    best: tuple[int, ...] = ()
+    best_worth = -1.0
+    for counts in itertools.product(range(size + 1), repeat=len(lists)):
+        if sum(counts) != size or any(count > len(hits) for count, hits in zip(counts, lists.values(), strict=True)):
+            continue
+        worth = sum(1 - math.prod(1 - chance_of[hit.id] for hit in hits[: min(count, FIRST) if name == "personal" else count])
+                    for (name, hits), count in zip(lists.items(), counts, strict=True))
+        if worth > best_worth:
+            best, best_worth = counts, worth
+    return best
 
 
 def _taking_turns(lists: list[list[Hit]], chance_of: dict[str, float]) -> list[Hit]:
