@@ -1,18 +1,23 @@
 #!/usr/bin/env python3
-"""Time a git doc source of real size: first index, a refresh with nothing changed, one file changed.
+"""What a git doc source's daily refresh costs against what changed: a no-op refresh beside a commit that edits one
+page, removes one and adds one, alternated, and how the data dir and the clone grow.
 
-Builds a git repository in a temporary folder from the markdown files of the
-given folders (default: the Node.js and npm documentation installed on this
-machine), registers it in a throwaway registry and data dir, and runs
-index_docs.py as a subprocess, the way the daily timer does.
+Builds a git repository in a temporary folder from a documentation tree (default: docs-faq's
+cert-manager, 200 pages), registers it as a git source (over file://, the path docs/) in a
+throwaway registry and data dir, and runs index_docs.py as a subprocess, the way the daily timer
+does: the first index, then --rounds rounds of a refresh with nothing new followed by a refresh
+after one such commit. Reports each run's seconds and summary, the medians and their ratio, the
+data dir's growth per commit beside the size of the change, and the clone's size beside the
+tree's.
 
-    .venv/bin/python bench/bench_docs_refresh.py [--docs DIR ...] [--json FILE]
+    .venv/bin/python bench/bench_docs_refresh.py [--docs DIR] [--rounds 5] [--json FILE]
 """
 
 import argparse
 import json
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -20,7 +25,8 @@ import time
 from pathlib import Path
 
 PROJECT = Path(__file__).resolve().parents[1]
-DEFAULT_DOCS = ["/usr/share/doc/nodejs/api", "/usr/share/doc/nodejs/contributing", "/usr/lib/node_modules/npm/docs"]
+DEFAULT_DOCS = PROJECT.parent / "shared" / "bench" / "docs-faq" / "cert-manager"
+SUFFIXES = (".md", ".mdx", ".markdown", ".rst")  # what a source indexes without --glob
 GIT_ENV = {"GIT_AUTHOR_NAME": "bench", "GIT_AUTHOR_EMAIL": "bench@example.org",
            "GIT_COMMITTER_NAME": "bench", "GIT_COMMITTER_EMAIL": "bench@example.org"}
 
@@ -29,19 +35,32 @@ def git(repo: Path, *args: str) -> None:
     subprocess.run(["git", *args], cwd=repo, env={**os.environ, **GIT_ENV}, check=True, capture_output=True)
 
 
-def build_repo(repo: Path, folders: list[str]) -> int:
-    """Copy every *.md under the folders into repo/docs/<folder name>/…; returns the number of files."""
-    count = 0
-    for folder in map(Path, folders):
-        for source in sorted(folder.rglob("*.md")):
-            target = repo / "docs" / folder.name / source.relative_to(folder)
-            target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(source, target)
-            count += 1
+def build_repo(repo: Path, folder: Path) -> list[Path]:
+    """The tree's documentation pages under repo/docs/, one commit; returns the pages."""
+    for source in sorted(p for p in folder.rglob("*") if p.suffix in SUFFIXES and p.is_file()):
+        target = repo / "docs" / source.relative_to(folder)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(source, target)
     git(repo, "init", "-q", "-b", "main")
+    git(repo, "config", "uploadpack.allowFilter", "true")  # as the forges serve partial clones
     git(repo, "add", "-A")
     git(repo, "commit", "-q", "-m", "docs")
-    return count
+    return sorted((repo / "docs").rglob("*.*"))
+
+
+def one_commit(repo: Path, pages: list[Path], round_: int) -> int:
+    """Edit one page, remove one and add one; returns the bytes the commit adds."""
+    edited, removed = pages[(7 * round_) % len(pages)], pages[(7 * round_ + 3) % len(pages)]
+    addendum = f"\n\n## Addendum {round_}\n\nOne more paragraph on round {round_}, to change one page.\n"
+    with edited.open("a") as handle:
+        handle.write(addendum)
+    added = repo / "docs" / f"new-page-{round_}.md"
+    added.write_text(f"# New page {round_}\n\n" + removed.read_text(errors="replace")[:4000])
+    removed.unlink()
+    pages.remove(removed)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", f"round {round_}")
+    return len(addendum) + added.stat().st_size
 
 
 def timed_index(env: dict, data: Path) -> tuple[float, dict]:
@@ -56,48 +75,58 @@ def timed_index(env: dict, data: Path) -> tuple[float, dict]:
     return seconds, json.loads(completed.stdout)["sources"][0]
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--docs", nargs="+", default=DEFAULT_DOCS, help="folders whose *.md files make the repository")
-    parser.add_argument("--json", help="also write the results to this file")
-    args = parser.parse_args()
+def size_of(folder: Path) -> int:
+    return sum(path.stat().st_size for path in folder.rglob("*") if path.is_file() and not path.is_symlink())
 
+
+def row(name: str, seconds: float, summary: dict, data: Path) -> dict:
+    return {"run": name, "seconds": round(seconds, 2), "added": summary["added"], "updated": summary["updated"],
+            "deleted": summary["deleted"], "embedded": summary["embedded"], "chunks": summary["chunks"],
+            "data_bytes": size_of(data)}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--docs", type=Path, default=DEFAULT_DOCS, help="the documentation tree the repository holds")
+    parser.add_argument("--rounds", type=int, default=5, help="no-op and one-commit refreshes, alternated")
+    parser.add_argument("--json", type=Path, help="also write the results to this file")
+    args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="rag-bench-docs-") as temp:
         temp = Path(temp)
         repo = temp / "origin"
         repo.mkdir()
-        files = build_repo(repo, [d for d in args.docs if Path(d).is_dir()])
-        megabytes = sum(p.stat().st_size for p in repo.rglob("*.md")) / 1e6
+        pages = build_repo(repo, args.docs)
+        page_count = len(pages)
+        tree_bytes = sum(page.stat().st_size for page in pages)
         registry = temp / "sources.json"
         registry.write_text(json.dumps({"sources": [
-            {"id": "bench", "name": "Benchmark docs", "type": "git", "url": f"file://{repo}", "path": "docs"}
-        ]}))
+            {"id": "bench", "name": "Benchmark docs", "type": "git", "url": f"file://{repo}", "path": "docs"}]}))
         env = {**os.environ, "HOME": str(temp), "RAG_SEARCH_SOURCES": str(registry)}
         data = temp / "data"
-
-        runs = {}
-        runs["first index"] = timed_index(env, data)
-        runs["refresh, nothing changed"] = timed_index(env, data)
-        changed = sorted((repo / "docs").rglob("*.md"))[files // 2]
-        with changed.open("a") as handle:
-            handle.write("\n\n## Benchmark addendum\n\nOne more paragraph, to change one file.\n")
-        git(repo, "commit", "-q", "-am", "change one file")
-        runs["refresh, one file changed"] = timed_index(env, data)
-
-    rows = [
-        {"run": name, "seconds": round(seconds, 2), "mode": s["mode"], "added": s["added"], "updated": s["updated"],
-         "embedded": s["embedded"], "chunks": s["chunks"]}
-        for name, (seconds, s) in runs.items()
-    ]
-    result = {"files": files, "megabytes": round(megabytes, 1), "runs": rows}
-    print(f"{files} markdown files, {megabytes:.1f} MB, cold subprocess runs of index_docs.py")
-    print(f"{'run':28} {'seconds':>8} {'mode':>11} {'added':>6} {'updated':>8} {'embedded':>9} {'chunks':>7}")
-    for row in rows:
-        print(f"{row['run']:28} {row['seconds']:8.2f} {row['mode']:>11} {row['added']:6} {row['updated']:8} "
-              f"{row['embedded']:9} {row['chunks']:7}")
-    print(json.dumps(result))
+        rows = [row("first index", *timed_index(env, data), data)]
+        changes = []
+        for round_ in range(args.rounds):
+            rows.append(row("refresh, nothing new", *timed_index(env, data), data))
+            changes.append(one_commit(repo, pages, round_))
+            rows.append(row("refresh, one commit", *timed_index(env, data), data))
+        clone = next((data / "sources").glob("*/repo"))
+        noop = statistics.median(r["seconds"] for r in rows if r["run"] == "refresh, nothing new")
+        commit = statistics.median(r["seconds"] for r in rows if r["run"] == "refresh, one commit")
+        after_commits = [r["data_bytes"] for r in rows if r["run"] == "refresh, one commit"]
+        growth = [b - a for a, b in zip([rows[0]["data_bytes"]] + after_commits, after_commits, strict=False)]
+        result = {"pages": page_count, "tree_bytes": tree_bytes, "runs": rows, "median_noop_seconds": noop,
+                  "median_commit_seconds": commit, "ratio": round(commit / noop, 2), "growth_per_commit": growth,
+                  "change_bytes": changes, "clone_bytes": size_of(clone / ".git"), "git_dir_objects": size_of(clone / ".git" / "objects")}
+    print(f"{page_count} pages, {tree_bytes / 1e6:.1f} MB, cold subprocess runs of index_docs.py")
+    print(f"{'run':24} {'seconds':>8} {'added':>6} {'updated':>8} {'deleted':>8} {'embedded':>9} {'chunks':>7} {'data MB':>8}")
+    for r in rows:
+        print(f"{r['run']:24} {r['seconds']:8.2f} {r['added']:6} {r['updated']:8} {r['deleted']:8} {r['embedded']:9} "
+              f"{r['chunks']:7} {r['data_bytes'] / 1e6:8.2f}")
+    print(f"median: nothing new {noop:.2f} s, one commit {commit:.2f} s, ratio {commit / noop:.2f}")
+    print(f"data dir growth per commit (bytes): {growth}; the commits added {changes} bytes")
+    print(f"clone: .git {result['clone_bytes'] / 1e6:.2f} MB for a tree of {tree_bytes / 1e6:.2f} MB")
     if args.json:
-        Path(args.json).write_text(json.dumps(result, indent=2))
+        args.json.write_text(json.dumps(result, indent=2) + "\n")
     return 0
 
 

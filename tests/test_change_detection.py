@@ -4,6 +4,8 @@ An edit to an included file reaches the page that includes it, and a git source 
 gives its unchanged files the new version, commit and URL, without --full and without embedding them again.
 """
 
+import subprocess
+
 from conftest import add_source, call_script, index_docs, store_contents
 from gitrepo import GitRepo
 
@@ -48,8 +50,11 @@ def test_unchanged_git_files_follow_the_source_to_its_new_version(tmp_path):
     assert moved.code == 0, moved
     after = chunks_of(data, "k0s/docs/network.md")
     assert set(after) == set(before), "an unchanged file keeps its chunks (and their vectors)"
-    for chunk in after.values():
+    for chunk_id, chunk in after.items():
         assert (chunk["metadata"]["commit"], chunk["metadata"]["doc_version"]) == (second, "v2"), chunk["metadata"]
+        assert chunk["metadata"]["indexed_at"] == before[chunk_id]["metadata"]["indexed_at"], "not read nor indexed again"
+        assert chunk["text"] == before[chunk_id]["text"]
+    assert chunks_of(data, "k0s/docs/upgrade.md"), "the changed file is indexed"
     summary = moved.json["sources"][0]
     assert summary["embedded"] == 1, "only the changed section of upgrade.md is embedded"
 
@@ -78,3 +83,70 @@ def test_a_git_sources_page_includes_code_from_outside_its_path_and_an_edit_to_i
     assert again.code == 0, again
     assert again.json["sources"][0]["updated"] == 1, again.json
     assert "load_the_llm()" in " ".join(chunk["text"] for chunk in chunks_of(data, "fastapi/docs/en/docs/tutorial/events.md").values())
+
+
+def _objects_in(clone) -> int:
+    """Objects the clone holds, packed or loose: what its fetches brought (a fetch that cannot say what it has brings
+    the whole history again, in a new pack)."""
+    counts = dict(line.split(": ") for line in subprocess.run(["git", "-C", str(clone), "count-objects", "-v"], check=True,
+                                                                  capture_output=True, text=True).stdout.splitlines())
+    return int(counts["count"]) + int(counts["in-pack"])
+
+
+def test_a_refresh_fetches_only_what_the_remote_added(tmp_path):
+    repo = GitRepo(tmp_path / "origin")
+    for n in range(20):  # a history of 20 commits over 60 pages
+        repo.write({f"docs/{part}/page-{n}.md": f"# Page {n} of {part}\n\nStep {n} of the {part} guide.\n" for part in "abc"})
+        repo.commit(f"pages {n}")
+    add_source("--id", "guide", "--name", "Guide", "--type", "git", "--url", repo.url, "--path", "docs")
+    data = tmp_path / "data"
+    assert index_docs(data, "--all").code == 0
+    clone = next((data / "sources").glob("*/repo"))
+    held = _objects_in(clone)
+
+    repo.write({"docs/a/page-3.md": "# Page 3 of a\n\nStep 3 of the a guide, rewritten.\n"})
+    repo.commit("one page")
+    again = index_docs(data, "--all")
+    assert again.code == 0, again
+    assert again.json["sources"][0]["updated"] == 1, again.json
+    assert _objects_in(clone) - held <= 6, "one commit, its trees (docs, docs/a, the root) and one blob"
+    assert index_docs(data, "--all").code == 0
+    assert _objects_in(clone) - held <= 6, "a refresh with nothing new brings nothing"
+
+
+def test_a_force_pushed_history_is_followed(tmp_path):
+    repo = GitRepo(tmp_path / "origin")
+    repo.write({"docs/deploy.md": "# Deploy\n\nUse the blue-green rollout.\n"})
+    repo.commit("first")
+    repo.write({"docs/deploy.md": "# Deploy\n\nUse the canary rollout.\n"})
+    repo.commit("second")
+    add_source("--id", "ops", "--name", "Ops", "--type", "git", "--url", repo.url, "--path", "docs")
+    data = tmp_path / "data"
+    assert index_docs(data, "--all").code == 0
+    repo.git("reset", "-q", "--hard", "HEAD~1")
+    repo.write({"docs/deploy.md": "# Deploy\n\nUse the rolling update.\n"})
+    repo.commit("rewritten")
+    again = index_docs(data, "--all")
+    assert again.code == 0, again
+    text = " ".join(chunk["text"] for chunk in chunks_of(data, "ops/docs/deploy.md").values())
+    assert "rolling update" in text and "canary" not in text
+
+
+def test_the_packs_of_earlier_full_fetches_are_pruned(tmp_path):
+    """Clones of earlier versions fetched the whole history again at each new commit: one more pack each time."""
+    repo = GitRepo(tmp_path / "origin")
+    repo.git("config", "uploadpack.allowFilter", "true")
+    repo.write({f"docs/page-{n}.md": f"# Page {n}\n\nStep {n}.\n" for n in range(30)})
+    repo.commit("pages")
+    add_source("--id", "guide", "--name", "Guide", "--type", "git", "--url", repo.url, "--path", "docs")
+    data = tmp_path / "data"
+    assert index_docs(data, "--all").code == 0
+    clone = next((data / "sources").glob("*/repo"))
+    for n in range(10):
+        repo.write({"docs/page-0.md": f"# Page 0\n\nStep 0, take {n}.\n"})
+        repo.commit(f"take {n}")
+        subprocess.run(["git", "-C", str(clone), "fetch", "-q", "--filter=blob:none", "origin", "HEAD"], check=True)
+    assert len(list((clone / ".git/objects/pack").glob("*.pack"))) > 8
+    assert index_docs(data, "--all").code == 0
+    assert len(list((clone / ".git/objects/pack").glob("*.pack"))) <= 2, "one, and the blobs of the new page checked out"
+    assert _objects_in(clone) < 120, "the history once: 11 commits, their trees and the blobs checked out"

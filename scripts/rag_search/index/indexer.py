@@ -134,7 +134,7 @@ class IndexWriter:
         self.rebuilt = store.rebuilt
         self._pending: list[tuple[SourceDocument, list[Chunk], dict]] = []
         self._pending_chunks = 0
-        self._touched: list[tuple[str, str | None, dict | None]] = []
+        self._touched: list[tuple[str, str | None, dict | None, dict | None]] = []
         self._removals: list[str] = []
         self._indexed_at = dates.now_iso()
         self._census = secrets.SourceCensus(self._shown_before)
@@ -220,9 +220,15 @@ class IndexWriter:
                                      "(max_chunks_per_document)")
         return chunks
 
-    def keep(self, key: str, identity: str | None, state: dict | None) -> None:
-        """A document whose content did not change, with its new identity and state."""
-        self._touched.append((key, identity, state))
+    @property
+    def restamps(self) -> bool:
+        """Whether keep() can give a document's chunks new metadata without writing them again."""
+        return self.store.restamps
+
+    def keep(self, key: str, identity: str | None, state: dict | None, metadata: dict | None = None) -> None:
+        """A document whose content did not change, with its new identity and state, and the `metadata` its chunks take
+        from a moved context (redacted as every field is; a None value removes the field)."""
+        self._touched.append((key, identity, state, secrets.redact_metadata(metadata)[0] if metadata else None))
 
     def remove(self, key: str) -> None:
         self._removals.append(key)

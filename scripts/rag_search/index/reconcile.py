@@ -16,7 +16,9 @@ own (size and mtime, a git blob id), the files it includes (each by its own
 identity now), and the source's context (a git source's version, commit and
 URL). So an edit to an included file, or a git source moving to a new commit,
 reaches the document without --full. When only the context moved, the document
-is written again with its new metadata; its chunks keep their ids and vectors.
+is not read: its chunks keep their text, ids and vectors and take the context's
+new metadata (`Listing.provenance`: a git commit, version and URL), where the
+store keeps that metadata apart from the vectors; elsewhere it is written again.
 
 Two rules protect what was indexed:
 
@@ -107,6 +109,7 @@ class Listing:
     context: dict = field(default_factory=dict)  # what every document's metadata depends on (a git version, commit, URL)
     dependency: Callable[[str], str | None] = _no_dependencies  # the identity now of a file a document includes
     deselected: Callable[[str], bool] = _none_deselected  # an indexed key the source's own settings now leave out
+    provenance: Callable[[str], dict] | None = None  # the metadata a document's chunks take from the context, by key
 
     def identity(self, own: str | None, depends: list[str]) -> str | None:
         """A document's identity: its own, the context's and that of each file it includes (None: unknown until loaded)."""
@@ -128,6 +131,12 @@ def _context_part(identity: str | None) -> str:
     return parts[1] if len(parts) == 3 else ""
 
 
+def _only_context_moved(old: str | None, new: str | None) -> bool:
+    """Whether two identities made by Listing.identity differ in the context's digest alone."""
+    before, after = (old or "").split("|"), (new or "").split("|")
+    return len(before) == len(after) == 3 and before[1] != after[1] and (before[0], before[2]) == (after[0], after[2])
+
+
 def depends_of(record: DocumentRecord | None) -> list[str]:
     """The files an indexed document included when it was indexed."""
     return list((record.state or {}).get("depends", [])) if record is not None else []
@@ -139,13 +148,18 @@ class Plan:
 
     load: list[Listed]  # new, or changed by identity (every document with --full)
     gone: list[str]  # keys indexed and no longer listed (none when the listing is incomplete)
+    restamp: list[Listed] = field(default_factory=list)  # unchanged but for the context: new metadata, nothing read
 
 
-def plan(known: dict[str, DocumentRecord], listing: Listing, full: bool = False) -> Plan:
-    """Which listed documents to load and which indexed ones are gone, by the rules above."""
-    load = [item for item in listing.documents if full or not _unchanged(item, known.get(item.key), listing)]
+def plan(known: dict[str, DocumentRecord], listing: Listing, full: bool = False, restamps: bool = False) -> Plan:
+    """Which listed documents to load, which only take the context's new metadata (when the store `restamps` and the
+    listing says what that is), and which indexed ones are gone, by the rules above."""
+    changed = [item for item in listing.documents if full or not _unchanged(item, known.get(item.key), listing)]
+    restamp = [item for item in changed if not full and restamps and listing.provenance is not None and item.key in known
+               and _only_context_moved(known[item.key].identity, listing.identity(item.identity, depends_of(known[item.key])))]
+    load = [item for item in changed if item not in restamp]
     seen = {skip["key"] for skip in listing.skipped if "key" in skip} | {item.key for item in listing.documents}
-    return Plan(load, sorted(set(known) - seen) if listing.complete else [])
+    return Plan(load, sorted(set(known) - seen) if listing.complete else [], restamp)
 
 
 def _unchanged(item: Listed, previous: DocumentRecord | None, listing: Listing) -> bool:
@@ -183,11 +197,15 @@ def reconcile(writer: IndexWriter, known: dict[str, DocumentRecord], listing: Li
     selected = len(known) - len(deselected)
     if listing.complete:
         check_shrink(label, selected, listed, allowed)
-    work = plan(known, listing, full)
+    work = plan(known, listing, full, writer.restamps)
     if deselected and listing.complete:
         log.info("%s: %d document(s) the source's settings no longer select are removed", label, len(deselected))
     report = Report(listed=listed, skipped=[{"file": skip["file"], "reason": skip["reason"]} for skip in listing.skipped])
     report.counts["unchanged"] = len(listing.documents) - len(work.load)
+    for item in work.restamp:
+        previous = known[item.key]
+        writer.keep(item.key, listing.identity(item.identity, depends_of(previous)), previous.state,
+                    listing.provenance(item.key) if listing.provenance else None)
     added: dict[str, str] = {}  # key -> content hash of documents new to the index, to notice moves
     gone: dict[str, str] = {}  # key -> why, of documents whose loader found them gone
     progress = Progress(len(work.load), label, quiet)

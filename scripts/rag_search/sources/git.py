@@ -6,9 +6,12 @@ blobs are fetched when needed), checked out sparsely to `path` and the files
 its pages include from elsewhere in the repository. Files over
 max_file_bytes are never checked out: the blobs of the files to index are
 fetched in one request and their sizes read first. A refresh fetches
-`version` (tag, branch or commit; the default branch when absent) and lists the
-files of that commit with their blob ids: a file whose blob is the one indexed
-is unchanged and not read; only new blobs are read and embedded.
+`version` (tag, branch or commit; the default branch when absent) into a ref of
+its own (FETCHED), so the remote sends only what was added since (nothing when
+it has not moved), and lists the files of that commit with their blob ids: a
+file whose blob (and those of the files it includes) is the one indexed is not
+read, its chunks only take the new commit, version and URL (`_provenance`); only
+new blobs are read and embedded.
 
 Each file is dated by its last commit, found by one `git log` walk a run (the
 history without blobs is what makes that walk possible offline and cheap), read
@@ -67,6 +70,8 @@ FORGE_BLOB_URLS = {
     "bitbucket.org": "https://bitbucket.org/{project}/src/{commit}/{path}",
 }
 _SPARSE_SPECIAL = re.compile(r"([\\*?\[!#])")
+PACK_LIMIT = 8  # packs in a clone that make it repack into one
+FETCHED = "refs/rag-search/fetched"  # the source's version as last fetched: what the clone has, for the next fetch
 
 
 def git_listing(spec: GitSource, cache_dir: Path, max_bytes: int, state: dict | None) -> Listing:
@@ -77,6 +82,7 @@ def git_listing(spec: GitSource, cache_dir: Path, max_bytes: int, state: dict | 
     """
     repo = _prepare_clone(cache_dir / "repo", spec)
     commit = _fetch(repo, spec.version)
+    _prune_packs(repo)
     found = _tree_files(repo, commit, spec)
     tree, secret_files = found.files, found.secret_files
     oversized = _oversized(repo, commit, tree, max_bytes)
@@ -103,7 +109,14 @@ def git_listing(spec: GitSource, cache_dir: Path, max_bytes: int, state: dict | 
                **({"seen": found.unselected} if not documents and not skipped else {})}
     provenance = {"version": context["doc_version"], "commit": commit, "url": spec.url}  # in every page's metadata
     return Listing(documents, skipped=skipped, state={"commit": commit}, details=details, context=provenance,
-                   dependency=found.blobs.get, deselected=functools.partial(_deselected, spec))
+                   dependency=found.blobs.get, deselected=functools.partial(_deselected, spec),
+                   provenance=functools.partial(_provenance, spec, context))
+
+
+def _provenance(spec: GitSource, context: dict, key: str) -> dict:
+    """What a page's chunks say of where it comes from, which moves with the source while its text stays (_load)."""
+    path = key.split(":", 1)[1]
+    return {"commit": context["commit"], "doc_version": context["doc_version"], "url": browse_url(spec.url, context["commit"], path)}
 
 
 def _deselected(spec: GitSource, key: str) -> bool:
@@ -133,9 +146,7 @@ def _load(spec: GitSource, path: str, blob: str, context: dict, max_bytes: int, 
         identity=blob,
         metadata={
             "repo_path": path,
-            "commit": context["commit"],
-            "doc_version": context["doc_version"],
-            "url": browse_url(spec.url, context["commit"], path),
+            **_provenance(spec, context, f"{spec.id}:{path}"),
             "path": str(context["worktree"] / path),
             **({"encoding": encoding} if encoding else {}),
         },
@@ -198,22 +209,40 @@ def _remove_stale_locks(git_dir: Path) -> None:
 
 
 def _fetch(repo, version: str | None) -> str:
-    """Fetch `version` (or the default branch) with its history but no file contents; returns the commit id."""
+    """Fetch `version` (or the default branch) with its history but no file contents; returns the commit id.
+
+    What was fetched is kept as FETCHED, so the next fetch tells the remote what the clone has: it brings only the
+    commits, trees and blobs added since, nothing when the remote has not moved, and follows a force push (`+`).
+    """
     import git
 
     ref = version or "HEAD"
     started = time.monotonic()
     try:
         repo.git.execute(
-            ["git", *GIT_OPTIONS, "fetch", "--quiet", "--filter=blob:none", "--end-of-options", "origin", ref],
+            ["git", *GIT_OPTIONS, "fetch", "--quiet", "--filter=blob:none", "--end-of-options", "origin", f"+{ref}:{FETCHED}"],
             kill_after_timeout=FETCH_TIMEOUT_SECONDS,
         )
-        commit = repo.git.rev_parse("--verify", "FETCH_HEAD^{commit}")
+        commit = repo.git.rev_parse("--verify", "--end-of-options", f"{FETCHED}^{{commit}}")
     except git.GitCommandError as exc:
         if time.monotonic() - started >= FETCH_TIMEOUT_SECONDS:
             raise SourceFailed(f"git fetch of {ref} timed out after {FETCH_TIMEOUT_SECONDS} s") from None
         raise SourceFailed(f"git fetch of {ref} failed: {_git_message(exc)}") from None
     return commit
+
+
+def _prune_packs(repo) -> None:
+    """One pack for the clone once it holds PACK_LIMIT: the fetches of earlier versions, which could not say what the
+    clone had, brought the whole history again each time (a pack each); a failure only leaves them for the next run."""
+    import git
+
+    packs = Path(repo.git_dir) / "objects" / "pack"
+    if len(list(packs.glob("*.pack"))) < PACK_LIMIT:
+        return
+    try:
+        repo.git.execute(["git", *GIT_OPTIONS, "repack", "-a", "-d", "-q"], kill_after_timeout=FETCH_TIMEOUT_SECONDS)
+    except git.GitCommandError as exc:
+        log.warning("could not repack the clone in %s: %s", repo.working_dir, _git_message(exc))
 
 
 def _oversized(repo, commit: str, tree: dict[str, str], max_bytes: int) -> list[str]:

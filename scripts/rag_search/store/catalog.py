@@ -263,16 +263,29 @@ class Catalog:
                     terms = " ".join(lexical.terms(chunk.embed_text))
                     self._db.execute("INSERT INTO chunk_terms (rowid, terms) VALUES (?, ?)", (num, terms))
 
-    def touch(self, updates: list[tuple[str, str | None, dict | None]]) -> None:
-        """New (key, identity, state) for documents whose content did not change."""
+    def touch(self, updates: list[tuple[str, str | None, dict | None, dict | None]]) -> None:
+        """New (key, identity, state, fields) for documents whose content did not change: `fields` (or None) set in
+        each of its chunks' metadata, a None value removing the field (none of them is a filter column)."""
         if not updates:
             return
         self.changed = True
         with self._db:
             self._db.executemany(
                 "UPDATE documents SET identity = ?, state = ? WHERE key = ?",
-                [(identity, json.dumps(state) if state else None, key) for key, identity, state in updates],
+                [(identity, json.dumps(state) if state else None, key) for key, identity, state, _ in updates],
             )
+            for key, _, _, fields in updates:
+                if fields:
+                    self._set_fields(key, fields)
+
+    def _set_fields(self, key: str, fields: dict) -> None:
+        rows = self._db.execute("SELECT t.num, t.metadata FROM chunks c JOIN chunk_texts t ON t.num = c.num WHERE c.doc_key = ?",
+                                (key,)).fetchall()
+        updated = []
+        for num, stored in rows:
+            metadata = {**json.loads(stored), **fields}
+            updated.append((json.dumps({k: v for k, v in metadata.items() if v is not None}, ensure_ascii=False), num))
+        self._db.executemany("UPDATE chunk_texts SET metadata = ? WHERE num = ?", updated)
 
     def remove(self, keys: list[str]) -> None:
         if not keys:

@@ -40,6 +40,7 @@ class LocalVectors:
     store.VectorBackend that also CatchesUp."""
 
     fresh_at_search_time = True  # whether a search may bring changed personal files in first
+    holds_metadata = False  # only the fields filters need: the rest of a chunk's metadata is the catalog's alone
 
     def __init__(self, settings: Settings, name: str):
         self.settings = settings

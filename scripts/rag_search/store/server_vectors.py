@@ -100,6 +100,7 @@ class ServerVectors:
     """The server collection a store reads or writes, and what keeps a run on it safe: a store.VectorBackend."""
 
     fresh_at_search_time = False  # whether a search may bring changed personal files in first
+    holds_metadata = True  # all of a chunk's metadata, which other machines read
 
     def __init__(self, settings: Settings, server: ChromaServer, name: str):
         self.settings = settings

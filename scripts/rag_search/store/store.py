@@ -63,6 +63,7 @@ class VectorBackend(Protocol):
     """One collection's vectors, for the store that reads them and the writer of its next generation."""
 
     fresh_at_search_time: bool  # whether a search may bring changed personal files in first
+    holds_metadata: bool  # whether the vectors keep a copy of each chunk's whole metadata (then only a rewrite changes it)
 
     # --- reading ------------------------------------------------------------
 

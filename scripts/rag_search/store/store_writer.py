@@ -257,8 +257,14 @@ class StoreWriter(Store):
         self._vectors.remove(ids)
         return len(ids)
 
-    def touch(self, updates: list[tuple[str, str | None, dict | None]]) -> None:
-        """New (key, identity, state) for documents whose content did not change."""
+    @property
+    def restamps(self) -> bool:
+        """Whether touch() can give chunks new metadata: the catalog holds it all, unless the vectors hold a copy (a
+        Chroma server, which other machines read)."""
+        return not self._vectors.holds_metadata
+
+    def touch(self, updates: list[tuple[str, str | None, dict | None, dict | None]]) -> None:
+        """New (key, identity, state, metadata of its chunks or None) for documents whose content did not change."""
         if updates:
             self._start_writing()
             self._live_catalog.touch(updates)
