@@ -157,7 +157,8 @@ def plan(known: dict[str, DocumentRecord], listing: Listing, full: bool = False,
     changed = [item for item in listing.documents if full or not _unchanged(item, known.get(item.key), listing)]
     restamp = [item for item in changed if not full and restamps and listing.provenance is not None and item.key in known
                and _only_context_moved(known[item.key].identity, listing.identity(item.identity, depends_of(known[item.key])))]
-    load = [item for item in changed if item not in restamp]
+    restamped = {item.key for item in restamp}
+    load = [item for item in changed if item.key not in restamped]
     seen = {skip["key"] for skip in listing.skipped if "key" in skip} | {item.key for item in listing.documents}
     return Plan(load, sorted(set(known) - seen) if listing.complete else [], restamp)
 
@@ -202,7 +203,7 @@ def reconcile(writer: IndexWriter, known: dict[str, DocumentRecord], listing: Li
         log.info("%s: %d document(s) the source's settings no longer select are removed", label, len(deselected))
     report = Report(listed=listed, skipped=[{"file": skip["file"], "reason": skip["reason"]} for skip in listing.skipped])
     report.counts["unchanged"] = len(listing.documents) - len(work.load)
-    for item in work.restamp:
+    for item in work.restamp:  # plan() takes them only from a listing with provenance
         previous = known[item.key]
         writer.keep(item.key, listing.identity(item.identity, depends_of(previous)), previous.state,
                     listing.provenance(item.key) if listing.provenance else None)
