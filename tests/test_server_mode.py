@@ -184,3 +184,27 @@ def test_a_machine_searching_the_server_ranks_documentation_pages_as_the_writer_
     closeness = [{result["file"]: result["explain"]["page_cosine"] for result in found.json["results"]} for found in (written, copied)]
     assert set(closeness[0]) == {"handbook/backup.md", "handbook/overview.md"}, closeness
     assert closeness[0] == pytest.approx(closeness[1], abs=1e-3)
+
+
+def test_another_machine_sees_unchanged_git_pages_move_to_the_new_commit(chroma_server, tmp_path):
+    """A Chroma server keeps each chunk's metadata, which other machines read: a git page the new commit left unchanged
+    is written again there (locally only its catalog rows take the new commit)."""
+    from conftest import store_contents
+    from gitrepo import GitRepo
+
+    url, _ = chroma_server
+    repo = GitRepo(tmp_path / "origin")
+    repo.write({"docs/network.md": "# Network\n\nkube-router programs the routes with BGP.\n",
+                "docs/upgrade.md": "# Upgrade\n\nTake an etcd snapshot first.\n"})
+    repo.commit("first")
+    sources = tmp_path / "sources.json"
+    assert run_script("add_doc_source.py", "--sources", sources, "--id", "k0s", "--name", "k0s", "--type", "git",
+                      "--url", repo.url, "--path", "docs").code == 0
+    writer = tmp_path / "writer"
+    assert run_script("index_docs.py", "--sources", sources, "--chroma-url", url, "--data-dir", writer, "--all").code == 0
+    repo.write({"docs/upgrade.md": "# Upgrade\n\nTake an etcd snapshot first, then drain the node.\n"})
+    second = repo.commit("second")
+    assert run_script("index_docs.py", "--sources", sources, "--chroma-url", url, "--data-dir", writer, "--all").code == 0
+    seen = store_contents(tmp_path / "reader", "docs", server=url)
+    network = [chunk["metadata"] for chunk in seen.values() if chunk["metadata"]["file"] == "k0s/docs/network.md"]
+    assert network and all(metadata["commit"] == second for metadata in network), network

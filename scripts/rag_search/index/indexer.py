@@ -220,11 +220,6 @@ class IndexWriter:
                                      "(max_chunks_per_document)")
         return chunks
 
-    @property
-    def restamps(self) -> bool:
-        """Whether keep() can give a document's chunks new metadata without writing them again."""
-        return self.store.restamps
-
     def keep(self, key: str, identity: str | None, state: dict | None, metadata: dict | None = None) -> None:
         """A document whose content did not change, with its new identity and state, and the `metadata` its chunks take
         from a moved context (redacted as every field is; a None value removes the field)."""

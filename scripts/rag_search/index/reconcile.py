@@ -17,8 +17,7 @@ identity now), and the source's context (a git source's version, commit and
 URL). So an edit to an included file, or a git source moving to a new commit,
 reaches the document without --full. When only the context moved, the document
 is not read: its chunks keep their text, ids and vectors and take the context's
-new metadata (`Listing.provenance`: a git commit, version and URL), where the
-store keeps that metadata apart from the vectors; elsewhere it is written again.
+new metadata (`Listing.provenance`: a git commit, version and URL).
 
 Two rules protect what was indexed:
 
@@ -151,11 +150,11 @@ class Plan:
     restamp: list[Listed] = field(default_factory=list)  # unchanged but for the context: new metadata, nothing read
 
 
-def plan(known: dict[str, DocumentRecord], listing: Listing, full: bool = False, restamps: bool = False) -> Plan:
-    """Which listed documents to load, which only take the context's new metadata (when the store `restamps` and the
-    listing says what that is), and which indexed ones are gone, by the rules above."""
+def plan(known: dict[str, DocumentRecord], listing: Listing, full: bool = False) -> Plan:
+    """Which listed documents to load, which only take the context's new metadata (when the listing says what that
+    is), and which indexed ones are gone, by the rules above."""
     changed = [item for item in listing.documents if full or not _unchanged(item, known.get(item.key), listing)]
-    restamp = [item for item in changed if not full and restamps and listing.provenance is not None and item.key in known
+    restamp = [item for item in changed if not full and listing.provenance is not None and item.key in known
                and _only_context_moved(known[item.key].identity, listing.identity(item.identity, depends_of(known[item.key])))]
     restamped = {item.key for item in restamp}
     load = [item for item in changed if item.key not in restamped]
@@ -198,7 +197,7 @@ def reconcile(writer: IndexWriter, known: dict[str, DocumentRecord], listing: Li
     selected = len(known) - len(deselected)
     if listing.complete:
         check_shrink(label, selected, listed, allowed)
-    work = plan(known, listing, full, writer.restamps)
+    work = plan(known, listing, full)
     if deselected and listing.complete:
         log.info("%s: %d document(s) the source's settings no longer select are removed", label, len(deselected))
     report = Report(listed=listed, skipped=[{"file": skip["file"], "reason": skip["reason"]} for skip in listing.skipped])

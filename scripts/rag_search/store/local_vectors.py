@@ -20,7 +20,7 @@ from ..core.errors import StoreError, is_disk_full, one_line
 from ..safety.isolation import run_isolated
 from . import generations
 from .catalog import Catalog, PublishedIndex
-from .records import CatchUp, ChunkRecord, Filters
+from .records import CatchUp, ChunkRecord, Filters, StoredChunk
 from .vector_file import VectorFile
 from .vectors import VectorIndex
 
@@ -40,7 +40,6 @@ class LocalVectors:
     store.VectorBackend that also CatchesUp."""
 
     fresh_at_search_time = True  # whether a search may bring changed personal files in first
-    holds_metadata = False  # only the fields filters need: the rest of a chunk's metadata is the catalog's alone
 
     def __init__(self, settings: Settings, name: str):
         self.settings = settings
@@ -157,6 +156,13 @@ class LocalVectors:
         ids = [chunk.id for chunk in chunks]
         self.index.add(ids, vectors, [{k: v for k, v in chunk.metadata.items() if k in FILTER_FIELDS} for chunk in chunks])
         self._record_added(ids, vectors)
+
+    def restamp(self, chunks: list[StoredChunk], fields: set[str]) -> None:
+        """Chunks with new metadata: only a change to a field filters need reaches the vectors (the catalog has the rest,
+        and a git page's new commit, version and URL are none of them: nothing to open)."""
+        if fields & set(FILTER_FIELDS):
+            self.index.update_metadata([chunk.id for chunk in chunks],
+                                       [{k: v for k, v in chunk.metadata.items() if k in FILTER_FIELDS} for chunk in chunks])
 
     def remove(self, ids: list[str]) -> None:
         """Delete vectors the catalog no longer has, now."""

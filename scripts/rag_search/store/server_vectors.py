@@ -41,7 +41,7 @@ from ..core.private_files import open_private
 from ..text.chunking import Chunk
 from .catalog import Catalog, PublishedIndex
 from .generations import INDEX_COMMANDS
-from .records import ChunkRecord, DocumentRecord, Filters
+from .records import ChunkRecord, DocumentRecord, Filters, StoredChunk
 from .vectors import VectorIndex, page_vector
 
 log = logging.getLogger("rag_search")
@@ -100,7 +100,6 @@ class ServerVectors:
     """The server collection a store reads or writes, and what keeps a run on it safe: a store.VectorBackend."""
 
     fresh_at_search_time = False  # whether a search may bring changed personal files in first
-    holds_metadata = True  # all of a chunk's metadata, which other machines read
 
     def __init__(self, settings: Settings, server: ChromaServer, name: str):
         self.settings = settings
@@ -268,6 +267,11 @@ class ServerVectors:
         ids = [chunk.id for chunk in chunks]
         self.journal.record(ids)
         self.index.add(ids, vectors, [{**chunk.metadata, "owner": self.owner} for chunk in chunks], [chunk.text for chunk in chunks])
+
+    def restamp(self, chunks: list[StoredChunk], fields: set[str]) -> None:
+        """Chunks already on the server with new metadata (a git page's new commit), marked as add() marks them: other
+        machines read all of it."""
+        self.index.update_metadata([chunk.id for chunk in chunks], [{**chunk.metadata, "owner": self.owner} for chunk in chunks])
 
     def remove(self, ids: list[str]) -> None:
         """Removals wait until the run has published (searches on other machines still see the published catalog)."""

@@ -63,7 +63,6 @@ class VectorBackend(Protocol):
     """One collection's vectors, for the store that reads them and the writer of its next generation."""
 
     fresh_at_search_time: bool  # whether a search may bring changed personal files in first
-    holds_metadata: bool  # whether the vectors keep a copy of each chunk's whole metadata (then only a rewrite changes it)
 
     # --- reading ------------------------------------------------------------
 
@@ -122,6 +121,10 @@ class VectorBackend(Protocol):
         ...
 
     def add(self, chunks: list[ChunkRecord], vectors: np.ndarray) -> None: ...
+
+    def restamp(self, chunks: list[StoredChunk], fields: set[str]) -> None:
+        """Stored chunks whose metadata `fields` changed (their text and vectors did not)."""
+        ...
 
     def remove(self, ids: list[str]) -> None:
         """Vectors the catalog no longer has (a server waits until the run has published)."""

@@ -257,17 +257,16 @@ class StoreWriter(Store):
         self._vectors.remove(ids)
         return len(ids)
 
-    @property
-    def restamps(self) -> bool:
-        """Whether touch() can give chunks new metadata: the catalog holds it all, unless the vectors hold a copy (a
-        Chroma server, which other machines read)."""
-        return not self._vectors.holds_metadata
-
     def touch(self, updates: list[tuple[str, str | None, dict | None, dict | None]]) -> None:
-        """New (key, identity, state, metadata of its chunks or None) for documents whose content did not change."""
+        """New (key, identity, state, metadata of its chunks or None) for documents whose content did not change; the
+        vectors take the new metadata too, as far as they hold it."""
         if updates:
             self._start_writing()
             self._live_catalog.touch(updates)
+            restamped = [(key, fields) for key, _, _, fields in updates if fields]
+            if restamped:
+                self._vectors.restamp([chunk for key, _ in restamped for chunk in self._live_catalog.document_chunks(key)],
+                                      {name for _, fields in restamped for name in fields})
 
     def set_source_state(self, source_id: str, state: dict | None) -> None:
         if state != self._live_catalog.source_state(source_id):

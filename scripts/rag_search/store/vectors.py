@@ -202,6 +202,10 @@ class VectorIndex:
             self.collection.upsert(ids=ids[start:end], embeddings=vectors[start:end], metadatas=metadatas[start:end],
                                    documents=None if texts is None else texts[start:end])
 
+    def update_metadata(self, ids: list[str], metadatas: list[dict]) -> None:
+        for start in range(0, len(ids), BATCH):
+            self.collection.update(ids=ids[start : start + BATCH], metadatas=metadatas[start : start + BATCH])
+
     def delete(self, ids: list[str]) -> None:
         collection = self.collection
         if collection is None:
