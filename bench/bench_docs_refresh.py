@@ -1,16 +1,16 @@
 #!/usr/bin/env python3
-"""What a git doc source's daily refresh costs against what changed: a no-op refresh beside a commit that edits one
-page, removes one and adds one, alternated, and how the data dir and the clone grow.
+"""What a doc source's daily refresh costs against what changed: a no-op refresh beside a commit that edits one page,
+removes one and adds one, alternated, and how the data dir and the clone grow.
 
 Builds a git repository in a temporary folder from a documentation tree (default: docs-faq's
 cert-manager, 200 pages), registers it as a git source (over file://, the path docs/) in a
-throwaway registry and data dir, and runs index_docs.py as a subprocess, the way the daily timer
-does: the first index, then --rounds rounds of a refresh with nothing new followed by a refresh
-after one such commit. Reports each run's seconds and summary, the medians and their ratio, the
-data dir's growth per commit beside the size of the change, and the clone's size beside the
-tree's.
+throwaway registry and data dir (with --type local: the repository's folder as a local source),
+and runs index_docs.py as a subprocess, the way the daily timer does: the first index, then
+--rounds rounds of a refresh with nothing new followed by a refresh after one such commit.
+Reports each run's seconds and summary, the medians and their ratio, the data dir's growth per
+commit beside the size of the change, and the clone's size beside the tree's.
 
-    .venv/bin/python bench/bench_docs_refresh.py [--docs DIR] [--rounds 5] [--json FILE]
+    .venv/bin/python bench/bench_docs_refresh.py [--docs DIR] [--rounds 5] [--type local] [--json FILE]
 """
 
 import argparse
@@ -89,6 +89,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--docs", type=Path, default=DEFAULT_DOCS, help="the documentation tree the repository holds")
     parser.add_argument("--rounds", type=int, default=5, help="no-op and one-commit refreshes, alternated")
+    parser.add_argument("--type", choices=["git", "local"], default="git", help="how the source is registered")
     parser.add_argument("--json", type=Path, help="also write the results to this file")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="rag-bench-docs-") as temp:
@@ -99,8 +100,8 @@ def main() -> int:
         page_count = len(pages)
         tree_bytes = sum(page.stat().st_size for page in pages)
         registry = temp / "sources.json"
-        registry.write_text(json.dumps({"sources": [
-            {"id": "bench", "name": "Benchmark docs", "type": "git", "url": f"file://{repo}", "path": "docs"}]}))
+        where = {"url": f"file://{repo}", "path": "docs"} if args.type == "git" else {"path": str(repo / "docs")}
+        registry.write_text(json.dumps({"sources": [{"id": "bench", "name": "Benchmark docs", "type": args.type, **where}]}))
         env = {**os.environ, "HOME": str(temp), "RAG_SEARCH_SOURCES": str(registry)}
         data = temp / "data"
         rows = [row("first index", *timed_index(env, data), data)]
@@ -109,14 +110,14 @@ def main() -> int:
             rows.append(row("refresh, nothing new", *timed_index(env, data), data))
             changes.append(one_commit(repo, pages, round_))
             rows.append(row("refresh, one commit", *timed_index(env, data), data))
-        clone = next((data / "sources").glob("*/repo"))
+        clone = next((data / "sources").glob("*/repo"), temp / "no clone")
         noop = statistics.median(r["seconds"] for r in rows if r["run"] == "refresh, nothing new")
         commit = statistics.median(r["seconds"] for r in rows if r["run"] == "refresh, one commit")
         after_commits = [r["data_bytes"] for r in rows if r["run"] == "refresh, one commit"]
         growth = [b - a for a, b in zip([rows[0]["data_bytes"]] + after_commits, after_commits, strict=False)]
         result = {"pages": page_count, "tree_bytes": tree_bytes, "runs": rows, "median_noop_seconds": noop,
                   "median_commit_seconds": commit, "ratio": round(commit / noop, 2), "growth_per_commit": growth,
-                  "change_bytes": changes, "clone_bytes": size_of(clone / ".git"), "git_dir_objects": size_of(clone / ".git" / "objects")}
+                  "change_bytes": changes, "clone_bytes": size_of(clone / ".git") if clone.exists() else 0}
     print(f"{page_count} pages, {tree_bytes / 1e6:.1f} MB, cold subprocess runs of index_docs.py")
     print(f"{'run':24} {'seconds':>8} {'added':>6} {'updated':>8} {'deleted':>8} {'embedded':>9} {'chunks':>7} {'data MB':>8}")
     for r in rows:
@@ -124,7 +125,8 @@ def main() -> int:
               f"{r['chunks']:7} {r['data_bytes'] / 1e6:8.2f}")
     print(f"median: nothing new {noop:.2f} s, one commit {commit:.2f} s, ratio {commit / noop:.2f}")
     print(f"data dir growth per commit (bytes): {growth}; the commits added {changes} bytes")
-    print(f"clone: .git {result['clone_bytes'] / 1e6:.2f} MB for a tree of {tree_bytes / 1e6:.2f} MB")
+    if result["clone_bytes"]:
+        print(f"clone: .git {result['clone_bytes'] / 1e6:.2f} MB for a tree of {tree_bytes / 1e6:.2f} MB")
     if args.json:
         args.json.write_text(json.dumps(result, indent=2) + "\n")
     return 0
