@@ -57,6 +57,12 @@ def test_unchanged_git_files_follow_the_source_to_its_new_version(tmp_path):
     assert chunks_of(data, "k0s/docs/upgrade.md"), "the changed file is indexed"
     summary = moved.json["sources"][0]
     assert summary["embedded"] == 1, "only the changed section of upgrade.md is embedded"
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "extra.md").write_text("# Extra\n\nA page of another source.\n")
+    add_source("--id", "extra", "--name", "Extra", "--type", "local", "--path", notes)
+    assert index_docs(data, "--all").code == 0, "the next run brings the generation before the published one up to date"
+    assert {chunk["metadata"]["commit"] for chunk in chunks_of(data, "k0s/docs/network.md").values()} == {second}
 
 
 def test_a_git_sources_page_includes_code_from_outside_its_path_and_an_edit_to_it_reaches_the_page(tmp_path):
