@@ -19,7 +19,7 @@ MEANINGS = {0: "success (an empty result list is success)",
 
 EPILOG = """output (JSON on stdout, one line unless stdout is a terminal):
   {"query", "results": [{"rank", "score", "source", "file", "id", "kind", "chunk", "metadata"}],
-   "searched_collections", "total_chunks_searched", "mode", "truncated", "more"}
+   "searched_collections", "total_chunks_searched", "mode", "truncated", "more", "partial"}
   metadata: what to cite (heading, date, url or path, doc_version, commit, a record's
   record_id, loop_id, iteration, confidence and updated, which its chunk never shows,
   and record fields the chunk does not show); a later result of the same file omits
@@ -33,6 +33,8 @@ EPILOG = """output (JSON on stdout, one line unless stdout is a terminal):
   truncated: --max-tokens left results out (or cut the first one's chunk).
   more (both collections searched, hybrid): per collection, how many results likely to
   answer were not shown, e.g. {"docs": 3, "personal": 0}; search again with --index.
+  partial: doc sources whose first index is published in parts and not done yet, e.g.
+  {"fastapi": "86 of 120 documents indexed so far"}: the answer holds what they have.
   A query that starts with "-" goes after "--": search.py -- "-v flag".
   Read a whole file or a chunk with its neighbours: get.py FILE_OR_ID.
 

@@ -23,7 +23,7 @@ EPILOG = """output (JSON on stdout, one line unless stdout is a terminal):
    "personal_roots": [{"root", "documents", "last_indexed", "last_attempt", "last_error",
                        "skipped": [{"file", "reason"}], "skipped_count", "empty": [file], "empty_count",
                        "changed_since_index": {"not_indexed", "changed", "gone", "examples"}}],
-   "doc_sources": [{"id", "type", "name", "documents", "chunks", "version", "commit",
+   "doc_sources": [{"id", "type", "name", "documents", "chunks", "version", "commit", "partial",
                     "last_indexed", "last_attempt", "last_status", "last_error"}]
                   or, when the registry cannot be read (bad JSON, a bad entry):
                   {"registry", "error", "hint", "indexed": [{"id", "documents", "chunks"}]},
@@ -34,6 +34,9 @@ EPILOG = """output (JSON on stdout, one line unless stdout is a terminal):
   files holding more than a quarter of a collection's chunks (and over 50), which
   searches see at most 5 chunks of per retriever. last_status: a doc source's last
   run, ok, empty (it matched no file: fix its --glob or --path), partial or failed.
+  partial (the field): a new source's first index, published in parts, is not done
+  yet ("86 of 120 documents indexed so far"): searches answer from what it has; the
+  next index run goes on.
   Roots are those index runs were given (else the configured ones); files are
   compared by size and mtime, as an index run does. skipped: the first 50 files the
   runs left out, with why; a file skipped as it is now is no change since the index.

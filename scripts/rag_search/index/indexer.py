@@ -18,6 +18,7 @@ redacts a document again when a later one shows a value it redacted as shown onc
 import hashlib
 import json
 import logging
+import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -32,7 +33,7 @@ from ..model.embedding import ModelInfo, OnnxEmbedder, SentenceTransformerEmbedd
 from ..safety import secrets
 from ..safety.injection import looks_like_instructions
 from ..store import lexical
-from ..store.records import ChunkRecord, DocumentRecord, Filters
+from ..store.records import INDEXING, ChunkRecord, DocumentRecord, Filters
 from ..store.store import fingerprint
 from ..store.store_writer import StoreWriter
 from ..text import parsing
@@ -43,6 +44,8 @@ from ..text.sections import ParsedFile, ParseError
 log = logging.getLogger("rag_search")
 
 FLUSH_CHUNKS = 512  # chunks buffered before embedding and writing: bounds memory
+CHECKPOINT_SECONDS = 60.0  # a source's first index publishes what it has after its first write and then this often
+FIRST_PART_CHUNKS = 128  # the first write of a first index published in parts: searchable after a few seconds
 DOCS = "docs"  # the collection whose pages have a kind (page_kind.py: guide, reference, changelog, blog); personal files none
 HELD_BYTES = 64 * 1024 * 1024  # documentation text kept to redact again (a value it redacted shown later): bounds memory
 
@@ -141,6 +144,8 @@ class IndexWriter:
         self._held: dict[str, SourceDocument] = {}  # documentation that redacted a value shown once, by key
         self._held_bytes = 0
         self._redactions: dict[str, int] = {}  # by key: what a document counted, replaced when it is redacted again
+        self._in_parts: dict | None = None  # a first index published as it goes: source, documents listed and written
+        self._checkpointed: float | None = None  # when it last published
 
     def put(self, document: SourceDocument) -> Queued:
         """Queue a document for (re)indexing. Raises ParseError (a file that does not parse, or over a cap).
@@ -149,7 +154,8 @@ class IndexWriter:
         raw text.
         """
         queued = self._queue(document)
-        if self._pending_chunks >= FLUSH_CHUNKS:
+        first_part = self._in_parts is not None and self._checkpointed is None
+        if self._pending_chunks >= (FIRST_PART_CHUNKS if first_part else FLUSH_CHUNKS):
             self.flush()
         return queued
 
@@ -220,6 +226,12 @@ class IndexWriter:
                                      "(max_chunks_per_document)")
         return chunks
 
+    def publish_in_parts(self, source_id: str, documents: int) -> None:
+        """A first index of `source_id` (`documents` to load), published after its first write (FIRST_PART_CHUNKS) and
+        then every CHECKPOINT_SECONDS, its state saying how far it got: a large source answers searches long before it
+        is done, and a killed run keeps what it published."""
+        self._in_parts = {"source": source_id, "of": documents, "documents": 0}
+
     def keep(self, key: str, identity: str | None, state: dict | None, metadata: dict | None = None) -> None:
         """A document whose content did not change, with its new identity and state, and the `metadata` its chunks take
         from a moved context (redacted as every field is; a None value removes the field)."""
@@ -236,11 +248,27 @@ class IndexWriter:
             added, removed = self.store.write([self._records(*entry) for entry in pending], self._embed)
             self.stats.chunks_added += added
             self.stats.chunks_removed += removed
+            self._checkpoint(len(pending))
         touched, self._touched = self._touched, []
         self.store.touch(touched)
         removals, self._removals = self._removals, []
         if removals:
             self.stats.chunks_removed += self.store.remove(removals)
+
+    def _checkpoint(self, written: int) -> None:
+        """Publish a first index's documents written so far, if it is published in parts and its time has come."""
+        if self._in_parts is None:
+            return
+        self._in_parts["documents"] += written
+        if self._in_parts["documents"] >= self._in_parts["of"]:
+            return  # all of it is written: the run's own commit publishes it
+        if self._checkpointed is not None and time.monotonic() - self._checkpointed < CHECKPOINT_SECONDS:
+            return
+        progress = {key: self._in_parts[key] for key in ("documents", "of")}
+        self.store.set_source_state(self._in_parts["source"], {INDEXING: progress})
+        if self.store.checkpoint():
+            self._checkpointed = time.monotonic()
+            log.info("%s: %d of %d documents published; indexing goes on", self._in_parts["source"], *progress.values())
 
     def _records(self, document: SourceDocument, chunks: list[Chunk], file_metadata: dict) -> tuple[DocumentRecord, list[ChunkRecord]]:
         records = []

@@ -101,6 +101,7 @@ class SearchResult:
     notes: list[str] = field(default_factory=list)  # for stderr: e.g. an index not built yet
     reindex: dict[str, str] = field(default_factory=dict)  # collection -> why to rebuild it (it still answered)
     more: dict[str, int] = field(default_factory=dict)  # both collections searched: results likely to answer, not shown
+    partial: dict[str, str] = field(default_factory=dict)  # doc sources whose first index is not done: how far it got
 
 
 def first_time(settings: Settings, note: str) -> bool:
@@ -273,7 +274,8 @@ def search(stores: dict[str, Store], query: str, vector: np.ndarray, options: Se
         hits = reranker.rerank(query, hits[: max(options.top_k * 4, 20)])
     hits = _first_scored(stores, vector, _cap_per_file(hits, options.per_file), options.top_k)
     return SearchResult(query, hits, list(stores), total, options.mode, more=more,
-                        reindex={name: store.reindex for name, store in stores.items() if store.reindex})
+                        reindex={name: store.reindex for name, store in stores.items() if store.reindex},
+                        partial={source: far for store in stores.values() for source, far in store.in_parts.items()})
 
 
 def collection_lists(stores: dict[str, Store], query: str, vector: np.ndarray, options: SearchOptions) -> dict[str, list[Hit]]:

@@ -69,6 +69,7 @@ def result_payload(result: "SearchResult", metadata_only: bool = False, explain:
         "truncated": False,  # within_budget sets it
         **({"more": result.more} if result.more else {}),
         **({"reindex": result.reindex} if result.reindex else {}),
+        **({"partial": result.partial} if result.partial else {}),
     }
 
 

@@ -115,6 +115,7 @@ def _doc_sources(settings: Settings, store: Store | None) -> list[dict] | dict:
             "documents": store.document_count(spec.id) if store is not None else 0,
             "chunks": store.chunk_count(spec.id) if store is not None else 0,
             **({"version": spec.version, "commit": state.get("commit")} if isinstance(spec, GitSource) else {}),
+            **({"partial": store.in_parts[spec.id]} if store is not None and spec.id in store.in_parts else {}),
             **{key: entry.get(key) for key in ("last_indexed", "last_attempt", "last_status", "last_error")},
         })
     if store is not None:

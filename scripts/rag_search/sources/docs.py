@@ -57,7 +57,10 @@ def _index_one(store: StoreWriter, pipeline: Pipeline, spec: SourceSpec, setting
     try:
         writer = IndexWriter(store, pipeline)
         listing = _listing(spec, settings, store, fetcher)
-        report = reconcile(writer, store.documents(spec.id), listing, spec.id, full=full, allow_shrink=allow_shrink, quiet=quiet)
+        known = store.documents(spec.id)
+        if not known and store.publishes_in_parts:  # a new source: searchable in parts long before it is all embedded
+            writer.publish_in_parts(spec.id, len(listing.documents))
+        report = reconcile(writer, known, listing, spec.id, full=full, allow_shrink=allow_shrink, quiet=quiet)
         status, error = _status(listing, report)
         if status in ("ok", "empty"):
             store.set_source_state(spec.id, listing.state or {})

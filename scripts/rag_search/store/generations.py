@@ -216,6 +216,8 @@ class WriteSession:
             collect_garbage(self.root)
         except OSError as exc:  # the new index is published; old generations go next time
             log.warning("could not remove old generations in %s: %s", self.root, exc)
+        self.published = self.base = final  # a run that goes on writing (a checkpoint) starts its next generation here
+        self.name, self.reused = _next_name(self.root), False
 
     def discard(self) -> None:
         """Drop the work folder (if not published) and release the write lock."""

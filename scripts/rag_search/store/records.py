@@ -27,6 +27,9 @@ class DocumentRecord:
     state: dict | None = None  # what the source keeps between runs (a page's ETag)
 
 
+INDEXING = "indexing"  # a source's state while its first index is published in parts: {"documents": N, "of": M}
+
+
 @dataclass
 class IndexedFiles:
     """What a published index holds of one source: its documents, the source's state, and when it was published. Read

@@ -20,6 +20,7 @@ store_writer.py's (StoreWriter.open).
 """
 
 import contextlib
+import functools
 import logging
 import os
 from collections.abc import Callable, Iterator
@@ -37,7 +38,7 @@ from . import generations, lexical
 from .catalog import POOL, SCHEMA_VERSION, Catalog, PublishedIndex, capped
 from .generations import INDEX_COMMANDS, WriteSession
 from .local_vectors import CATALOG, FINGERPRINT_STATE, LocalVectors
-from .records import CatchUp, ChunkRecord, DocumentRecord, Filters, Hit, IndexedFiles, StoredChunk
+from .records import INDEXING, CatchUp, ChunkRecord, DocumentRecord, Filters, Hit, IndexedFiles, StoredChunk
 from .reuse import same_vectors
 from .server_vectors import ServerVectors
 from .vectors import VectorIndex, remove_orphaned_ram_copies
@@ -303,6 +304,14 @@ class Store:
 
     def source_state(self, source_id: str) -> dict | None:
         return self._live_catalog.source_state(source_id)
+
+    @functools.cached_property
+    def in_parts(self) -> dict[str, str]:
+        """{source id: how far it got} for the sources whose first index is published in parts and not done yet (a run
+        that goes on, or was killed: the next one goes on). Read once: a published generation does not change."""
+        states = {source_id: self.source_state(source_id) or {} for source_id in self.source_ids()}
+        return {source_id: f"{state[INDEXING]['documents']} of {state[INDEXING]['of']} documents indexed so far"
+                for source_id, state in states.items() if INDEXING in state}
 
     def chunk_count(self, source_id: str | None = None) -> int:
         with self._reading():

@@ -49,6 +49,7 @@ class StoreWriter(Store):
         self._expected: dict | None = None  # the fingerprint this run writes with (None: removals only)
         self._unpublished: VectorFile | None = None  # vectors of runs that did not publish
         self._donor: Donor | None = None  # a rebuild: the index it replaces, for its vectors
+        self._replaces = False  # whether an index was published when the run began
 
     @classmethod
     def open(cls, settings: Settings, name: str, expected: dict | None, fresh: bool = False) -> "StoreWriter":
@@ -68,6 +69,7 @@ class StoreWriter(Store):
             raise cannot_prepare(root, exc) from None
         store = cls(name, session.base or root, settings, vector_backend(settings, name))
         store._session, store._expected = session, expected
+        store._replaces = session.published is not None
         try:
             store._open(fresh)
         except BaseException:
@@ -188,7 +190,7 @@ class StoreWriter(Store):
     @property
     def replacing(self) -> bool:
         """Whether this run rebuilds a collection that has a published index (which it replaces when it publishes)."""
-        return self.rebuilt and self._session is not None and self._session.published is not None
+        return self.rebuilt and self._session is not None and self._replaces
 
     # --- writing ------------------------------------------------------------
 
@@ -320,6 +322,25 @@ class StoreWriter(Store):
         if self._unpublished is not None:
             self._unpublished.clear()
             self._unpublished = None
+        return True
+
+    @property
+    def publishes_in_parts(self) -> bool:
+        """Whether checkpoint() can publish: not in a rebuild, which is published only whole, nor on a Chroma server,
+        whose removals wait for the end of the run."""
+        return not self.replacing and isinstance(self._vectors, CatchesUp)
+
+    def checkpoint(self) -> bool:
+        """Publish what this run has written so far and go on writing into the next generation, so that searches see a
+        large first index in parts (whole documents, as ever). True if it published."""
+        session = self._session
+        if not self.publishes_in_parts or session is None or session.folder is None:
+            return False
+        if not self.commit():
+            return False
+        if session.published is not None:  # read until the next write, which starts the next generation from it
+            self.folder = session.published
+            self._attach(lambda: self._open_catalog(writable=False))
         return True
 
     def verify(self) -> None:
