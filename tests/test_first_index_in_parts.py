@@ -69,3 +69,20 @@ def test_a_first_index_killed_after_its_first_part_answers_from_it_and_the_next_
         for question in ("replica lag of shard 5 on host 77", "rotate keys of volume12x1"):
             parts, at_once = (search(where, "--mode", mode, question)["results"] for where in (data, whole))
             assert [(r["id"], r["score"]) for r in parts] == [(r["id"], r["score"]) for r in at_once], (mode, question)
+
+
+def test_a_first_index_done_with_a_page_that_failed_is_not_partial_any_more(tmp_path, isolated_home):
+    """Every page was tried: the source's status says which failed, and answers no longer say "so far"."""
+    from webserver import DocsSite, Page
+
+    data = tmp_path / "data"
+    with DocsSite() as site:
+        names = [f"host-{n}/" for n in range(30)]
+        for n, name in enumerate(names):
+            sections = "".join(f"<h2>Step {s}</h2><p>On host {n}, step {s} rotates the volume{n}x{s} keys.</p>" for s in range(6))
+            site.pages[f"/docs/{name}"] = Page(f"<html><body><article><h1>Host {n}</h1>{sections}</article></body></html>")
+        site.pages["/docs/broken/"] = Page("down", "text/plain", status=500)
+        add_source("--id", "fleet", "--name", "Fleet", "--type", "web", "--base-url", site.url, "--pages", *names, "broken/")
+        run = index_docs(data, "--all")
+    assert run.code == 9 and run.json["sources"][0]["status"] == "partial", run
+    assert "partial" not in search(data, "rotate the volume3x2 keys on host 3")

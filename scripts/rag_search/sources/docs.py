@@ -58,12 +58,15 @@ def _index_one(store: StoreWriter, pipeline: Pipeline, spec: SourceSpec, setting
         writer = IndexWriter(store, pipeline)
         listing = _listing(spec, settings, store, fetcher)
         known = store.documents(spec.id)
-        if not known and store.publishes_in_parts:  # a new source: searchable in parts long before it is all embedded
+        in_parts = not known and store.publishes_in_parts  # a new source: searchable in parts long before it is done
+        if in_parts:
             writer.publish_in_parts(spec.id, len(listing.documents))
         report = reconcile(writer, known, listing, spec.id, full=full, allow_shrink=allow_shrink, quiet=quiet)
         status, error = _status(listing, report)
         if status in ("ok", "empty"):
             store.set_source_state(spec.id, listing.state or {})
+        elif in_parts:  # every document was tried (some failed): no longer indexed "so far"
+            store.set_source_state(spec.id, None)
         notice = {"error": error} if error else {}
         if status == "empty":
             notice = {"warning": nothing_matched(spec, listing.details.get("seen"))}
