@@ -147,16 +147,19 @@ class Plan:
 
     load: list[Listed]  # new, or changed by identity (every document with --full)
     gone: list[str]  # keys indexed and no longer listed (none when the listing is incomplete)
-    restamp: list[Listed] = field(default_factory=list)  # unchanged but for the context: new metadata, nothing read
+    restamp: list[tuple[Listed, str | None]] = field(default_factory=list)  # unchanged but for the context, with its identity now
 
 
 def plan(known: dict[str, DocumentRecord], listing: Listing, full: bool = False) -> Plan:
     """Which listed documents to load, which only take the context's new metadata (when the listing says what that
     is), and which indexed ones are gone, by the rules above."""
     changed = [item for item in listing.documents if full or not _unchanged(item, known.get(item.key), listing)]
-    restamp = [item for item in changed if not full and listing.provenance is not None and item.key in known
-               and _only_context_moved(known[item.key].identity, listing.identity(item.identity, depends_of(known[item.key])))]
-    restamped = {item.key for item in restamp}
+    restamp = []
+    if listing.provenance is not None and not full:
+        now = {item.key: listing.identity(item.identity, depends_of(known[item.key])) for item in changed if item.key in known}
+        restamp = [(item, now[item.key]) for item in changed
+                   if item.key in now and _only_context_moved(known[item.key].identity, now[item.key])]
+    restamped = {item.key for item, _ in restamp}
     load = [item for item in changed if item.key not in restamped]
     seen = {skip["key"] for skip in listing.skipped if "key" in skip} | {item.key for item in listing.documents}
     return Plan(load, sorted(set(known) - seen) if listing.complete else [], restamp)
@@ -202,10 +205,8 @@ def reconcile(writer: IndexWriter, known: dict[str, DocumentRecord], listing: Li
         log.info("%s: %d document(s) the source's settings no longer select are removed", label, len(deselected))
     report = Report(listed=listed, skipped=[{"file": skip["file"], "reason": skip["reason"]} for skip in listing.skipped])
     report.counts["unchanged"] = len(listing.documents) - len(work.load)
-    for item in work.restamp:  # plan() takes them only from a listing with provenance
-        previous = known[item.key]
-        writer.keep(item.key, listing.identity(item.identity, depends_of(previous)), previous.state,
-                    listing.provenance(item.key) if listing.provenance else None)
+    for item, identity in work.restamp:  # plan() takes them only from a listing with provenance
+        writer.keep(item.key, identity, known[item.key].state, listing.provenance(item.key) if listing.provenance else None)
     added: dict[str, str] = {}  # key -> content hash of documents new to the index, to notice moves
     gone: dict[str, str] = {}  # key -> why, of documents whose loader found them gone
     progress = Progress(len(work.load), label, quiet)

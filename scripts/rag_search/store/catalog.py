@@ -295,6 +295,11 @@ class Catalog:
             for key in keys:
                 self._delete(key)
 
+    def source_states(self) -> dict[str, dict]:
+        """Every source's saved state (the index's own entries, "@…", left out)."""
+        rows = self._db.execute("SELECT source_id, state FROM sources WHERE source_id NOT LIKE '@%'")
+        return {source_id: json.loads(state) for source_id, state in rows}
+
     def source_state(self, source_id: str) -> dict | None:
         row = self._db.execute("SELECT state FROM sources WHERE source_id = ?", (source_id,)).fetchone()
         return json.loads(row[0]) if row else None

@@ -157,12 +157,13 @@ class LocalVectors:
         self.index.add(ids, vectors, [{k: v for k, v in chunk.metadata.items() if k in FILTER_FIELDS} for chunk in chunks])
         self._record_added(ids, vectors)
 
-    def restamp(self, chunks: list[StoredChunk], fields: set[str]) -> None:
-        """Chunks with new metadata: only a change to a field filters need reaches the vectors (the catalog has the rest,
-        and a git page's new commit, version and URL are none of them: nothing to open)."""
-        if fields & set(FILTER_FIELDS):
-            self.index.update_metadata([chunk.id for chunk in chunks],
-                                       [{k: v for k, v in chunk.metadata.items() if k in FILTER_FIELDS} for chunk in chunks])
+    def holds_any(self, fields: set[str]) -> bool:
+        """Only the fields filters need (a git page's new commit, version and URL are none of them: nothing to open)."""
+        return bool(fields & set(FILTER_FIELDS))
+
+    def restamp(self, chunks: list[StoredChunk]) -> None:
+        self.index.update_metadata([chunk.id for chunk in chunks],
+                                   [{k: v for k, v in chunk.metadata.items() if k in FILTER_FIELDS} for chunk in chunks])
 
     def remove(self, ids: list[str]) -> None:
         """Delete vectors the catalog no longer has, now."""

@@ -268,9 +268,12 @@ class ServerVectors:
         self.journal.record(ids)
         self.index.add(ids, vectors, [{**chunk.metadata, "owner": self.owner} for chunk in chunks], [chunk.text for chunk in chunks])
 
-    def restamp(self, chunks: list[StoredChunk], fields: set[str]) -> None:
-        """Chunks already on the server with new metadata (a git page's new commit), marked as add() marks them: other
-        machines read all of it."""
+    def holds_any(self, fields: set[str]) -> bool:
+        """All of a chunk's metadata: other machines read it."""
+        return bool(fields)
+
+    def restamp(self, chunks: list[StoredChunk]) -> None:
+        """Chunks already on the server with new metadata (a git page's new commit), marked as add() marks them."""
         self.index.update_metadata([chunk.id for chunk in chunks], [{**chunk.metadata, "owner": self.owner} for chunk in chunks])
 
     def remove(self, ids: list[str]) -> None:

@@ -123,8 +123,12 @@ class VectorBackend(Protocol):
 
     def add(self, chunks: list[ChunkRecord], vectors: np.ndarray) -> None: ...
 
-    def restamp(self, chunks: list[StoredChunk], fields: set[str]) -> None:
-        """Stored chunks whose metadata `fields` changed (their text and vectors did not)."""
+    def holds_any(self, fields: set[str]) -> bool:
+        """Whether the vectors keep a copy of any of these metadata fields (then restamp() must follow a change)."""
+        ...
+
+    def restamp(self, chunks: list[StoredChunk]) -> None:
+        """Stored chunks with new metadata (their text and vectors did not change)."""
         ...
 
     def remove(self, ids: list[str]) -> None:
@@ -309,9 +313,8 @@ class Store:
     def in_parts(self) -> dict[str, str]:
         """{source id: how far it got} for the sources whose first index is published in parts and not done yet (a run
         that goes on, or was killed: the next one goes on). Read once: a published generation does not change."""
-        states = {source_id: self.source_state(source_id) or {} for source_id in self.source_ids()}
         return {source_id: f"{state[INDEXING]['documents']} of {state[INDEXING]['of']} documents indexed so far"
-                for source_id, state in states.items() if INDEXING in state}
+                for source_id, state in self._live_catalog.source_states().items() if INDEXING in state}
 
     def chunk_count(self, source_id: str | None = None) -> int:
         with self._reading():

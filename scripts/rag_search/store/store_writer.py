@@ -266,9 +266,8 @@ class StoreWriter(Store):
             self._start_writing()
             self._live_catalog.touch(updates)
             restamped = [(key, fields) for key, _, _, fields in updates if fields]
-            if restamped:
-                self._vectors.restamp([chunk for key, _ in restamped for chunk in self._live_catalog.document_chunks(key)],
-                                      {name for _, fields in restamped for name in fields})
+            if restamped and self._vectors.holds_any({name for _, fields in restamped for name in fields}):
+                self._vectors.restamp([chunk for key, _ in restamped for chunk in self._live_catalog.document_chunks(key)])
 
     def set_source_state(self, source_id: str, state: dict | None) -> None:
         if state != self._live_catalog.source_state(source_id):
