@@ -4,6 +4,7 @@ An edit to an included file reaches the page that includes it, and a git source 
 gives its unchanged files the new version, commit and URL, without --full and without embedding them again.
 """
 
+import shutil
 import subprocess
 
 from conftest import add_source, call_script, index_docs, store_contents
@@ -156,3 +157,36 @@ def test_the_packs_of_earlier_full_fetches_are_pruned(tmp_path):
     assert index_docs(data, "--all").code == 0
     assert len(list((clone / ".git/objects/pack").glob("*.pack"))) <= 2, "one, and the blobs of the new page checked out"
     assert _objects_in(clone) < 120, "the history once: 11 commits, their trees and the blobs checked out"
+
+
+def test_a_history_rewritten_with_the_indexed_commit_gone_everywhere_is_compared_in_full(tmp_path):
+    """The commit the index was built from exists nowhere any more (upstream rewrote and pruned it, and the clone was
+    lost): files are compared by blob id, so the refresh needs no old commit, and unchanged pages are not embedded again."""
+    repo = GitRepo(tmp_path / "origin")
+    repo.write({"docs/deploy.md": "# Deploy\n\nUse the canary rollout.\n",
+                "docs/network.md": "# Network\n\nkube-router programs the routes with BGP.\n"})
+    indexed = repo.commit("first")
+    add_source("--id", "ops", "--name", "Ops", "--type", "git", "--url", repo.url, "--path", "docs")
+    data = tmp_path / "data"
+    assert index_docs(data, "--all").code == 0
+    network = chunks_of(data, "ops/docs/network.md")
+
+    repo.git("checkout", "-q", "--orphan", "rewritten")  # a new root: nothing of the old history is kept
+    repo.write({"docs/deploy.md": "# Deploy\n\nUse the rolling update.\n"})
+    rewritten = repo.commit("rewritten from scratch")
+    repo.git("branch", "-q", "-M", "main")
+    repo.git("reflog", "expire", "--expire=now", "--all")
+    repo.git("gc", "-q", "--prune=now")
+    assert repo.git("cat-file", "-t", rewritten) == "commit"
+    assert subprocess.run(["git", "-C", str(repo.path), "cat-file", "-e", indexed]).returncode != 0, "the old commit is gone"
+    for clone in (data / "sources").glob("*/repo"):
+        shutil.rmtree(clone)
+
+    again = index_docs(data, "--all")
+    assert again.code == 0, again
+    summary = again.json["sources"][0]
+    assert (summary["updated"], summary["embedded"]) == (1, 1), summary
+    text = " ".join(chunk["text"] for chunk in chunks_of(data, "ops/docs/deploy.md").values())
+    assert "rolling update" in text and "canary" not in text
+    after = chunks_of(data, "ops/docs/network.md")
+    assert set(after) == set(network) and {chunk["metadata"]["commit"] for chunk in after.values()} == {rewritten}
