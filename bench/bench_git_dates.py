@@ -1,16 +1,17 @@
 #!/usr/bin/env python3
 """What dating git files by their last commit costs, on a repository of real size (not part of the test suite).
 
-Git sources used to fetch one commit deep; dating each file by its last commit
-needs the history, fetched without blobs (commits and trees only). This builds a
+Dating each file by its last commit needs the history, fetched without blobs
+(commits and trees only): once for a new source, into a folder of its own that is
+removed after the walk; the clone keeps one commit. This builds a
 repository shaped like a large documentation site (by default 40,000 commits over
 12,000 files, 3,000 of them under docs/, two files changed a commit, with
 git fast-import: no network), serves it over file:// with partial clone allowed,
 and measures in fresh clones:
 
-  - the fetch one commit deep (before) and with the whole history without blobs (now), and the clone's size;
-  - deepening a one-commit-deep clone in place (index runs replace such a clone instead: a fresh fetch is cheaper);
-  - the `git log` walk that dates every file under docs/ (sources.git.LastCommitDates), and one changed file.
+  - the fetch one commit deep (the clone) and with the whole history without blobs (for the dates), and their sizes;
+  - deepening a one-commit-deep clone in place (what dating from the clone itself would cost instead);
+  - the `git log` walk that dates every file under docs/ (sources.git.last_commit_times), and one changed file.
 
     .venv/bin/python bench/bench_git_dates.py [--work DIR] [--commits 40000] [--files 12000] [--docs 3000]
 """
@@ -29,7 +30,7 @@ PROJECT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(PROJECT / "scripts"))
 
 from rag_search.core.atomic import folder_size  # noqa: E402
-from rag_search.sources.git import LastCommitDates  # noqa: E402
+from rag_search.sources.git import last_commit_times  # noqa: E402
 
 START = 1_400_000_000  # 2014: one commit an hour or so from there
 
@@ -100,12 +101,11 @@ def main() -> int:
         commit = git("rev-parse", "FETCH_HEAD", cwd=clone)
         docs = set(git("ls-tree", "-r", "--name-only", "--full-tree", commit, "--", "docs", cwd=clone).splitlines())
         started = time.monotonic()
-        dates = LastCommitDates(clone, commit, "docs", docs, ("", 0.0))
-        dated = sum(dates.date_of(path)[1] > 0 for path in sorted(docs))
+        dated = len(last_commit_times(clone / ".git", commit, None, "docs", docs) or {})
         report["walk_all_docs_files"] = {"s": round(time.monotonic() - started, 2), "files": len(docs), "dated": dated}
         newest = git("log", "-1", "--format=", "--name-only", commit, "--", "docs", cwd=clone).splitlines()[0]
         started = time.monotonic()
-        LastCommitDates(clone, commit, "docs", docs, ("", 0.0)).date_of(newest)
+        last_commit_times(clone / ".git", commit, None, "docs", {newest})
         report["walk_one_recent_file_s"] = round(time.monotonic() - started, 3)
     finally:
         if not args.work:

@@ -190,3 +190,44 @@ def test_a_history_rewritten_with_the_indexed_commit_gone_everywhere_is_compared
     assert "rolling update" in text and "canary" not in text
     after = chunks_of(data, "ops/docs/network.md")
     assert set(after) == set(network) and {chunk["metadata"]["commit"] for chunk in after.values()} == {rewritten}
+
+
+def test_the_clone_holds_the_docs_and_not_the_history_of_a_large_repository(tmp_path):
+    """A docs folder in a repository of long history: the clone keeps one commit of it (and those fetched since), and
+    the files are still dated by their last commit, from the history fetched once and dropped."""
+    repo = GitRepo(tmp_path / "origin")
+    repo.git("config", "uploadpack.allowFilter", "true")
+    repo.write({"docs/install.md": "# Install\n\nDownload the binary.\n", "docs/tuning.md": "# Tuning\n\nRaise the heartbeat.\n"})
+    repo.commit("docs", date="2021-01-05T10:00:00Z")
+    for n in range(30):  # the code's history, which the docs never need
+        repo.write({f"src/module_{n % 7}.py": f"VALUE = {n}\n"})
+        repo.commit(f"code {n}", date=f"2022-02-{n % 28 + 1:02d}T10:00:00Z")
+    repo.write({"docs/tuning.md": "# Tuning\n\nRaise the heartbeat and the election timeout.\n"})
+    repo.commit("tuning", date="2023-06-01T10:00:00Z")
+    add_source("--id", "big", "--name", "Big", "--type", "git", "--url", repo.url, "--path", "docs")
+    data = tmp_path / "data"
+    assert index_docs(data, "--all").code == 0
+    clone = next((data / "sources").glob("*/repo"))
+
+    def commits_held() -> int:
+        return int(subprocess.run(["git", "-C", str(clone), "rev-list", "--count", "refs/rag-search/fetched"], check=True,
+                                  capture_output=True, text=True).stdout)
+
+    def dates() -> dict:
+        return {chunk["metadata"]["file"]: chunk["metadata"]["date"] for chunk in store_contents(data, "docs").values()}
+
+    assert commits_held() == 1
+    assert dates() == {"big/docs/install.md": "2021-01-05T10:00:00Z", "big/docs/tuning.md": "2023-06-01T10:00:00Z"}
+    assert not (clone.parent / "history").exists(), "the history fetched to date the files is dropped"
+
+    repo.write({"docs/install.md": "# Install\n\nDownload the binary and check it.\n", "src/module_0.py": "VALUE = -1\n"})
+    repo.commit("install", date="2024-02-02T10:00:00Z")
+    repo.write({"src/module_1.py": "VALUE = -2\n"})
+    repo.commit("code again", date="2024-03-03T10:00:00Z")
+    assert index_docs(data, "--all").json["sources"][0]["updated"] == 1
+    assert commits_held() == 3, "the commits since the last fetch, not the history"
+    assert dates() == {"big/docs/install.md": "2024-02-02T10:00:00Z", "big/docs/tuning.md": "2023-06-01T10:00:00Z"}
+    assert index_docs(data, "--all", "--full").code == 0
+    assert dates() == {"big/docs/install.md": "2024-02-02T10:00:00Z", "big/docs/tuning.md": "2023-06-01T10:00:00Z"}, \
+        "a rebuild dates unchanged files as before"
+

@@ -1,23 +1,27 @@
-"""Git doc sources: a cached partial, sparse clone per source, listed by blob id.
+"""Git doc sources: a cached partial, sparse, shallow clone per source, listed by blob id.
 
 The clone lives in <data dir>/sources/<id>/repo and holds only what is needed:
-the history's commits and trees but no old file contents (`--filter=blob:none`:
-blobs are fetched when needed), checked out sparsely to `path` and the files
-its pages include from elsewhere in the repository. Files over
+the fetched commit (and those fetched since) with its trees but no file contents
+it has not needed (`--filter=blob:none`: blobs are fetched when needed), checked
+out sparsely to `path` and the files its pages include from elsewhere in the
+repository; not the repository's history (bench/bench_clone_size.py). Files over
 max_file_bytes are never checked out: the blobs of the files to index are
-fetched in one request and their sizes read first. A refresh fetches
-`version` (tag, branch or commit; the default branch when absent) into a ref of
-its own (FETCHED), so the remote sends only what was added since (nothing when
-it has not moved), and lists the files of that commit with their blob ids: a
-file whose blob (and those of the files it includes) is the one indexed is not
-read, its chunks only take the new commit, version and URL (`_provenance`); only
-new blobs are read and embedded.
+fetched in one request and their sizes read first. A refresh fetches `version`
+(tag, branch or commit; the default branch when absent) into a ref of its own
+(FETCHED), so the remote sends only what was added since (nothing when it has
+not moved), and lists the files of that commit with their blob ids: a file
+whose blob (and those of the files it includes) is the one indexed is not read,
+its chunks only take the new commit, version and URL (`_provenance`); only new
+blobs are read and embedded.
 
-Each file is dated by its last commit, found by one `git log` walk a run (the
-history without blobs is what makes that walk possible offline and cheap), read
-only as far back as the files being loaded need. Clones made one commit deep
-by earlier versions are replaced on their next refresh (bench/bench_git_dates.py:
-a fresh fetch of the history without blobs costs less than deepening one).
+Each file is dated by its last commit. The dates of the fetched commit's files
+are kept beside the clone (DATES, with each file's blob); a refresh dates the
+files that the commits fetched since changed by walking those commits, and
+keeps the others' dates. Only when a file cannot be dated so (a new source, a
+history rewritten from a commit no longer held, a clone of an earlier version)
+is the history without blobs fetched into a folder of its own, walked once with
+`git log`, and removed. Clones of earlier versions without our ref (one commit
+deep, or fetched whole at each refresh) are replaced on their next refresh.
 
 User data never becomes an option: the version is a checked ref name
 (specs.py), and every command that carries a URL, ref or path ends options
@@ -28,6 +32,7 @@ by a killed run and are removed.
 """
 
 import functools
+import json
 import logging
 import posixpath
 import re
@@ -38,9 +43,11 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
+from typing import IO, cast
 from urllib.parse import urlsplit
 
 from ..core import dates
+from ..core.atomic import write_atomically
 from ..core.errors import SourceFailed
 from ..index.indexer import SourceDocument, content_hash
 from ..index.reconcile import Listed, Listing, Skip
@@ -72,6 +79,8 @@ FORGE_BLOB_URLS = {
 _SPARSE_SPECIAL = re.compile(r"([\\*?\[!#])")
 PACK_LIMIT = 8  # packs in a clone that make it repack into one
 FETCHED = "refs/rag-search/fetched"  # the source's version as last fetched: what the clone has, for the next fetch
+DATES = "dates.json"  # beside the clone: {"commit": id, "files": {path: [blob id, last commit time]}} of that commit's files
+HISTORY = "history"  # beside the clone: the history without blobs, fetched to date files, removed once walked
 
 
 def git_listing(spec: GitSource, cache_dir: Path, max_bytes: int, state: dict | None) -> Listing:
@@ -81,7 +90,8 @@ def git_listing(spec: GitSource, cache_dir: Path, max_bytes: int, state: dict | 
     they are reported as skipped.
     """
     repo = _prepare_clone(cache_dir / "repo", spec)
-    commit = _fetch(repo, spec.version)
+    held = _ref(repo, FETCHED)  # the commit the last run fetched, which the clone holds; None in a new clone
+    commit = _fetch(repo, spec.version, first=held is None)
     _prune_packs(repo)
     found = _tree_files(repo, commit, spec)
     tree, secret_files = found.files, found.secret_files
@@ -99,7 +109,7 @@ def git_listing(spec: GitSource, cache_dir: Path, max_bytes: int, state: dict | 
     context = {
         "commit": commit,
         "doc_version": spec.version or _default_branch(repo) or "default branch",
-        "dates": LastCommitDates(worktree, commit, spec.path, set(tree), _commit_date(repo, commit)),
+        "dates": _file_dates(repo, cache_dir, spec, commit, tree, held),
         "worktree": worktree,
     }
     documents = [Listed(f"{spec.id}:{path}", f"{spec.id}/{path}", blob, functools.partial(_load, spec, path, blob, context, max_bytes))
@@ -150,7 +160,7 @@ def _load(spec: GitSource, path: str, blob: str, context: dict, max_bytes: int, 
             "path": str(context["worktree"] / path),
             **({"encoding": encoding} if encoding else {}),
         },
-        fallback_date=context["dates"].date_of(path),
+        fallback_date=context["dates"][path],
         documentation=True,
         warnings=warnings,
         depends=[included_path.relative_to(worktree).as_posix() for included_path in included],
@@ -179,9 +189,9 @@ def _prepare_clone(folder: Path, spec: GitSource):
     import git
 
     try:
-        if (folder / ".git" / "shallow").is_file():
-            # One commit deep, as earlier versions cloned: fetching the history afresh costs less than deepening it.
-            log.info("%s: replacing the one-commit-deep clone in %s by one with history", spec.id, folder)
+        if (folder / ".git").is_dir() and not _has_our_ref(folder):
+            # One commit deep, or with the whole history fetched again at each refresh: as earlier versions cloned.
+            log.info("%s: replacing the clone in %s made by an earlier version", spec.id, folder)
             shutil.rmtree(folder)
         if (folder / ".git").is_dir():
             _remove_stale_locks(folder / ".git")
@@ -199,6 +209,22 @@ def _prepare_clone(folder: Path, spec: GitSource):
     return repo
 
 
+def _has_our_ref(folder: Path) -> bool:
+    git_dir = folder / ".git"
+    packed = git_dir / "packed-refs"
+    return (git_dir / FETCHED).is_file() or (packed.is_file() and FETCHED in packed.read_text(errors="replace"))
+
+
+def _ref(repo, ref: str) -> str | None:
+    """The commit id `ref` names, read from the ref alone (nothing is fetched); None when there is no such ref."""
+    import git
+
+    try:
+        return repo.git.execute(["git", "rev-parse", "--verify", "--quiet", "--end-of-options", ref]) or None
+    except git.GitCommandError:
+        return None
+
+
 def _remove_stale_locks(git_dir: Path) -> None:
     """Lock files left in the clone by a killed run (index.lock, shallow.lock, refs…): nobody else can hold them."""
     stale = sorted(path for path in git_dir.rglob("*.lock") if path.is_file())
@@ -208,8 +234,9 @@ def _remove_stale_locks(git_dir: Path) -> None:
         log.warning("removed git lock file(s) left by an interrupted run: %s", ", ".join(str(path) for path in stale))
 
 
-def _fetch(repo, version: str | None) -> str:
-    """Fetch `version` (or the default branch) with its history but no file contents; returns the commit id.
+def _fetch(repo, version: str | None, first: bool) -> str:
+    """Fetch `version` (or the default branch) without file contents, the `first` time one commit deep; returns the
+    commit id.
 
     What was fetched is kept as FETCHED, so the next fetch tells the remote what the clone has: it brings only the
     commits, trees and blobs added since, nothing when the remote has not moved, and follows a force push (`+`).
@@ -219,10 +246,8 @@ def _fetch(repo, version: str | None) -> str:
     ref = version or "HEAD"
     started = time.monotonic()
     try:
-        repo.git.execute(
-            ["git", *GIT_OPTIONS, "fetch", "--quiet", "--filter=blob:none", "--end-of-options", "origin", f"+{ref}:{FETCHED}"],
-            kill_after_timeout=FETCH_TIMEOUT_SECONDS,
-        )
+        repo.git.execute(["git", *GIT_OPTIONS, "fetch", "--quiet", "--filter=blob:none", *(["--depth=1"] if first else []),
+                          "--end-of-options", "origin", f"+{ref}:{FETCHED}"], kill_after_timeout=FETCH_TIMEOUT_SECONDS)
         commit = repo.git.rev_parse("--verify", "--end-of-options", f"{FETCHED}^{{commit}}")
     except git.GitCommandError as exc:
         if time.monotonic() - started >= FETCH_TIMEOUT_SECONDS:
@@ -326,69 +351,96 @@ def _default_branch(repo) -> str | None:
     return match.group(1) if match else None
 
 
-def _commit_date(repo, commit: str) -> tuple[str, float]:
-    return dates.from_timestamp(int(repo.git.show("-s", "--format=%ct", "--end-of-options", commit)))
+def _file_dates(repo, cache_dir: Path, spec: GitSource, commit: str, tree: dict[str, str],
+                held: str | None) -> dict[str, tuple[str, float]]:
+    """Each file of `tree` dated by its last commit: from the commits fetched since the dated one (DATES) when they
+    changed it, else from DATES when its blob is the one dated there, else from the history (fetched once, HISTORY);
+    a file none of them reaches gets the commit's own date. Keeps the result in DATES for the next refresh.
+
+    The commits since are walked only when the dated commit is the one the clone `held` before this fetch: the walk
+    must stop there, for the clone's oldest commit shows every file as added."""
+    known = _read_dates(cache_dir / DATES)
+    found: dict[str, float] = {}
+    if known.get("commit") and known["commit"] == held:
+        found = last_commit_times(Path(repo.git_dir), commit, held, spec.path, set(tree)) or {}
+    files = known.get("files", {})
+    for path, blob in tree.items():
+        if path not in found and files.get(path, [None])[0] == blob:
+            found[path] = files[path][1]
+    if undated := set(tree) - set(found):
+        found.update(_history_dates(cache_dir / HISTORY, spec, commit, undated))
+    fallback = float(repo.git.show("-s", "--format=%ct", "--end-of-options", commit))
+    seconds = {path: found.get(path, fallback) for path in tree}
+    try:
+        write_atomically(cache_dir / DATES, json.dumps({"commit": commit, "files": {path: [tree[path], seconds[path]]
+                                                                                    for path in tree}}))
+    except OSError as exc:
+        log.warning("%s: could not keep the files' dates (%s): the next refresh fetches the history again", spec.id, exc)
+    return {path: dates.from_timestamp(value) for path, value in seconds.items()}
 
 
-class LastCommitDates:
-    """Each file's last commit date, from one `git log` walk over the history, read only as far as needed.
+def _read_dates(path: Path) -> dict:
+    """DATES as written, or {} when it is missing or not what _file_dates writes."""
+    try:
+        known = json.loads(path.read_text(encoding="utf-8"))
+        files = known["files"]
+        if isinstance(known["commit"], str) and all(isinstance(blob, str) and isinstance(seconds, (int, float))
+                                                    for blob, seconds in files.values()):
+            return known
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        pass
+    return {}
 
-    The walk starts when the first date is asked for and stops once every file
-    asked for is dated (a refresh that loads a few changed files reads a few
-    commits) or when every listed file is. A file the history does not reach (a
-    clone whose history could not be fetched) gets the commit's own date.
+
+def _history_dates(folder: Path, spec: GitSource, commit: str, paths: set[str]) -> dict[str, float]:
+    """Dates of `paths` from the history of `commit` without blobs, fetched into `folder` and removed after the walk."""
+    import git
+
+    shutil.rmtree(folder, ignore_errors=True)
+    try:
+        history = git.Repo.init(folder, bare=True)
+        history.git.update_environment(**NO_PROMPT_ENV)
+        history.git.execute(["git", *GIT_OPTIONS, "fetch", "--quiet", "--filter=blob:none", "--end-of-options", spec.url,
+                             f"+{spec.version or 'HEAD'}:{FETCHED}"], kill_after_timeout=FETCH_TIMEOUT_SECONDS)
+        walked = last_commit_times(folder, commit, None, spec.path, paths)
+        if walked is None:
+            log.warning("%s: the history fetched to date the files does not hold %s: they take the commit's date", spec.id, commit[:12])
+        return walked or {}
+    except (git.GitError, OSError) as exc:
+        log.warning("%s: could not fetch the history to date the files (%s): they take the commit's date", spec.id, _git_message(exc))
+        return {}
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def last_commit_times(git_dir: Path, commit: str, since: str | None, prefix: str, paths: set[str]) -> dict[str, float] | None:
+    """The last commit time of each of `paths` among the commits of `commit` not in `since`, from one `git log` walk
+    that stops once all are found; None when git cannot walk them (a commit it does not hold).
+
+    `git log -z --format=%x00%ct --name-only` writes, per commit, an empty field,
+    the commit time, then the changed paths (the first one after a newline).
     """
-
-    def __init__(self, worktree: Path, commit: str, prefix: str, paths: set[str], fallback: tuple[str, float]):
-        self._command = ["git", "-C", str(worktree), *GIT_OPTIONS, "log", "--format=%x00%ct", "-z", "--name-only", "--no-renames",
-                         "--end-of-options", commit, "--", prefix or "."]
-        self._undated = set(paths)
-        self._found: dict[str, tuple[str, float]] = {}
-        self._fallback = fallback
-        self._walk = None
-
-    def date_of(self, path: str) -> tuple[str, float]:
-        if self._walk is None and self._undated:
-            self._walk = self._commits()
-        while path not in self._found and self._walk is not None:
-            try:
-                seconds, paths = next(self._walk)
-            except StopIteration:
-                self._walk = None
-                break
-            for changed in paths & self._undated:
-                self._found[changed] = dates.from_timestamp(seconds)
-            self._undated -= paths
-            if not self._undated:
-                self._walk.close()
-                self._walk = None
-        return self._found.get(path, self._fallback)
-
-    def _commits(self):
-        """(commit time, files it changed), newest first; the git process ends when the walk is closed or done.
-
-        `git log -z --format=%x00%ct --name-only` writes, per commit, an empty field,
-        the commit time, then the changed paths (the first one after a newline).
-        """
-        process = subprocess.Popen(self._command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
-        try:
-            seconds, paths, expect_time, pending = None, set(), False, b""
-            while block := process.stdout.read(65536):
-                *fields, pending = (pending + block).split(b"\0")
-                for field in fields:
-                    if field == b"":
-                        if seconds is not None:
-                            yield seconds, paths
-                        seconds, paths, expect_time = None, set(), True
-                    elif expect_time:
-                        seconds, expect_time = int(field), False
-                    else:
-                        paths.add(field.removeprefix(b"\n").decode("utf-8", "surrogateescape"))
-            if seconds is not None:
-                yield seconds, paths
-        finally:
-            process.kill()
-            process.wait()
+    command = ["git", f"--git-dir={git_dir}", *GIT_OPTIONS, "log", "--format=%x00%ct", "-z", "--name-only", "--no-renames",
+               "--end-of-options", commit, *([f"^{since}"] if since else []), "--", prefix or "."]
+    undated, found = set(paths), {}
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    output = cast(IO[bytes], process.stdout)
+    try:
+        seconds, expect_time, pending = 0.0, False, b""
+        while undated and (block := output.read(65536)):
+            *fields, pending = (pending + block).split(b"\0")
+            for field in fields:
+                if field == b"":
+                    expect_time = True
+                elif expect_time:
+                    seconds, expect_time = float(field), False
+                elif (path := field.removeprefix(b"\n").decode("utf-8", "surrogateescape")) in undated:
+                    found[path] = seconds
+                    undated.discard(path)
+    finally:
+        process.kill()
+        code = process.wait()
+    return found if code == 0 or not undated else None
 
 
 @dataclass
