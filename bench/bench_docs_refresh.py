@@ -4,16 +4,20 @@ removes one and adds one, alternated, and how the data dir and the clone grow.
 
 Builds a git repository in a temporary folder from a documentation tree (default: docs-faq's
 cert-manager, 200 pages), registers it as a git source (over file://, the path docs/) in a
-throwaway registry and data dir (with --type local: the repository's folder as a local source),
+throwaway registry and data dir (with --type local: the repository's folder as a local source;
+with --type web: its pages rendered as HTML, with a sitemap, served on 127.0.0.1 as files whose
+Last-Modified answers a conditional GET, and registered as a web source),
 and runs index_docs.py as a subprocess, the way the daily timer does: the first index (and when it
 first became searchable), then --rounds rounds of a refresh with nothing new followed by a refresh after one such commit.
 Reports each run's seconds and summary, the medians and their ratio, the data dir's growth per
 commit beside the size of the change, and the clone's size beside the tree's.
 
-    .venv/bin/python bench/bench_docs_refresh.py [--docs DIR] [--rounds 5] [--type local] [--json FILE]
+    .venv/bin/python bench/bench_docs_refresh.py [--docs DIR] [--rounds 5] [--type local|web] [--json FILE]
 """
 
 import argparse
+import functools
+import http.server
 import json
 import os
 import shutil
@@ -21,8 +25,11 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
+
+from markdown_it import MarkdownIt
 
 PROJECT = Path(__file__).resolve().parents[1]
 DEFAULT_DOCS = PROJECT.parent / "shared" / "bench" / "docs-faq" / "cert-manager"
@@ -63,6 +70,40 @@ def one_commit(repo: Path, pages: list[Path], round_: int) -> int:
     return len(addendum) + added.stat().st_size
 
 
+class _QuietFiles(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args) -> None:
+        pass
+
+
+class Site:
+    """The repository's pages as a web site on 127.0.0.1 (`render` after each commit): one HTML page per page and a
+    sitemap. A page written only when it changed keeps its mtime, so the server's Last-Modified answers a conditional
+    GET with 304."""
+
+    def __init__(self, folder: Path):
+        self.folder = folder
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_QuietFiles, directory=str(folder)))
+        threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+        self.origin = f"http://127.0.0.1:{self.server.server_port}"
+
+    def render(self, repo: Path) -> None:
+        pages = {page.relative_to(repo).with_suffix(".html"): page for page in sorted((repo / "docs").rglob("*.*"))}
+        for name, page in pages.items():
+            text = page.read_text(errors="replace")
+            html = f"<html><head><title>{name.stem}</title></head><body><main>{MarkdownIt().render(text)}</main></body></html>"
+            self._write(self.folder / name, html)
+        for stale in set((self.folder / "docs").rglob("*.html")) - {self.folder / name for name in pages}:
+            stale.unlink()
+        urls = "".join(f"<url><loc>{self.origin}/{name.as_posix()}</loc></url>" for name in pages)
+        self._write(self.folder / "sitemap.xml", f'<?xml version="1.0"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">{urls}</urlset>')
+
+    @staticmethod
+    def _write(path: Path, text: str) -> None:
+        if not path.is_file() or path.read_text() != text:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text)
+
+
 def timed_index(env: dict, data: Path, first: list | None = None) -> tuple[float, dict]:
     """Seconds of one index run and its summary; `first` gets the seconds until it first published the docs index (a
     new source's first index publishes in parts: what searches can answer from)."""
@@ -96,7 +137,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--docs", type=Path, default=DEFAULT_DOCS, help="the documentation tree the repository holds")
     parser.add_argument("--rounds", type=int, default=5, help="no-op and one-commit refreshes, alternated")
-    parser.add_argument("--type", choices=["git", "local"], default="git", help="how the source is registered")
+    parser.add_argument("--type", choices=["git", "local", "web"], default="git", help="how the source is registered")
     parser.add_argument("--json", type=Path, help="also write the results to this file")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="rag-bench-docs-") as temp:
@@ -107,16 +148,22 @@ def main() -> int:
         page_count = len(pages)
         tree_bytes = sum(page.stat().st_size for page in pages)
         registry = temp / "sources.json"
-        where = {"url": f"file://{repo}", "path": "docs"} if args.type == "git" else {"path": str(repo / "docs")}
+        site = Site(temp / "site") if args.type == "web" else None
+        where = {"git": {"url": f"file://{repo}", "path": "docs"}, "local": {"path": str(repo / "docs")},
+                 "web": {"base_url": f"{site.origin}/docs/", "sitemap": f"{site.origin}/sitemap.xml"} if site else {}}[args.type]
         registry.write_text(json.dumps({"sources": [{"id": "bench", "name": "Benchmark docs", "type": args.type, **where}]}))
-        env = {**os.environ, "HOME": str(temp), "RAG_SEARCH_SOURCES": str(registry)}
+        env = {**os.environ, "HOME": str(temp), "RAG_SEARCH_SOURCES": str(registry), "NO_PROXY": "127.0.0.1", "no_proxy": "127.0.0.1"}
         data = temp / "data"
         first: list[float] = []
+        if site:
+            site.render(repo)
         rows = [row("first index", *timed_index(env, data, first), data)]
         changes = []
         for round_ in range(args.rounds):
             rows.append(row("refresh, nothing new", *timed_index(env, data), data))
             changes.append(one_commit(repo, pages, round_))
+            if site:
+                site.render(repo)
             rows.append(row("refresh, one commit", *timed_index(env, data), data))
         clone = next((data / "sources").glob("*/repo"), temp / "no clone")
         noop = statistics.median(r["seconds"] for r in rows if r["run"] == "refresh, nothing new")
