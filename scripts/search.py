@@ -33,8 +33,9 @@ EPILOG = """output (JSON on stdout, one line unless stdout is a terminal):
   truncated: --max-tokens left results out (or cut the first one's chunk).
   more (both collections searched, hybrid): per collection, how many results likely to
   answer were not shown, e.g. {"docs": 3, "personal": 0}; search again with --index.
-  partial: doc sources whose first index is published in parts and not done yet, e.g.
-  {"fastapi": "86 of 120 documents indexed so far"}: the answer holds what they have.
+  partial: doc sources whose index run (a first index, a large update) is published in
+  parts and not done yet, e.g. {"fastapi": "86 of 120 documents indexed so far"}: the
+  answer holds what they have.
   A query that starts with "-" goes after "--": search.py -- "-v flag".
   Read a whole file or a chunk with its neighbours: get.py FILE_OR_ID.
 

@@ -34,9 +34,9 @@ EPILOG = """output (JSON on stdout, one line unless stdout is a terminal):
   files holding more than a quarter of a collection's chunks (and over 50), which
   searches see at most 5 chunks of per retriever. last_status: a doc source's last
   run, ok, empty (it matched no file: fix its --glob or --path), partial or failed.
-  partial (the field): a new source's first index, published in parts, is not done
-  yet ("86 of 120 documents indexed so far"): searches answer from what it has; the
-  next index run goes on.
+  partial (the field): a source's index run (a first index, a large update),
+  published in parts, is not done yet ("86 of 120 documents indexed so far"):
+  searches answer from what it has; the next index run goes on.
   Roots are those index runs were given (else the configured ones); files are
   compared by size and mtime, as an index run does. skipped: the first 50 files the
   runs left out, with why; a file skipped as it is now is no change since the index.

@@ -1,4 +1,4 @@
-"""Run a script with a fault injected at one step: `python faultrun.py FAULT SCRIPT [ARG…]`.
+"""Run a script with a fault injected at one step: `python faultrun.py FAULT… SCRIPT [ARG…]`.
 
 FAULT is ACTION@TARGET[#N]: on the N-th call (default 1) of TARGET (a dotted path
 to a function or method in rag_search, e.g. rag_search.store.catalog.Catalog.write),
@@ -6,9 +6,11 @@ ACTION happens before the call runs:
   kill   the process SIGKILLs itself (no cleanup, as an OOM kill or power cut)
   fail   the call raises OSError(EIO), as a failing disk would
   full   the call raises OSError(ENOSPC)
-The script then runs as usual (its main() in this process).
+or set@TARGET=VALUE: the module attribute TARGET (a constant) is VALUE (a Python literal) for the run, to make a rare
+step happen (a publish after 0 seconds). The script then runs as usual (its main() in this process).
 """
 
+import ast
 import errno
 import functools
 import importlib
@@ -38,6 +40,11 @@ def resolve(target: str):
 
 def inject(fault: str) -> None:
     action, _, target = fault.partition("@")
+    if action == "set":
+        target, _, value = target.partition("=")
+        owner, name = resolve(target)
+        setattr(owner, name, ast.literal_eval(value))
+        return
     target, _, nth = target.partition("#")
     owner, name = resolve(target)
     original = getattr(owner, name)
@@ -64,9 +71,12 @@ def inject(fault: str) -> None:
 
 
 def main() -> None:
-    fault, script, *args = sys.argv[1:]
+    given = sys.argv[1:]
+    at = next(n for n, arg in enumerate(given) if arg.endswith(".py"))
+    faults, script, args = given[:at], given[at], given[at + 1 :]
     sys.path.insert(0, str(SCRIPTS))
-    inject(fault)
+    for fault in faults:
+        inject(fault)
     sys.argv = [str(SCRIPTS / script), *args]
     runpy.run_path(str(SCRIPTS / script), run_name="__main__")
 

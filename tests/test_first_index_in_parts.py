@@ -1,5 +1,6 @@
 """A new doc source answers before it is all embedded: its first index is published in parts (whole documents each
-time), says how far it got, and a killed run leaves what it published for the next run to finish."""
+time), says how far it got, and a killed run leaves what it published for the next run to finish. A large update of an
+indexed source is published in parts too (every minute)."""
 
 import subprocess
 import sys
@@ -86,3 +87,36 @@ def test_a_first_index_done_with_a_page_that_failed_is_not_partial_any_more(tmp_
         run = index_docs(data, "--all")
     assert run.code == 9 and run.json["sources"][0]["status"] == "partial", run
     assert "partial" not in search(data, "rotate the volume3x2 keys on host 3")
+
+
+def test_a_large_update_killed_after_its_first_part_answers_from_both_versions_and_the_next_run_finishes(tmp_path):
+    """Every page of an indexed source changes: the run publishes a part once a minute has passed (made 0 s here);
+    until it is done, each page answers whole from one version (the new one for those published, the old one for the
+    rest)."""
+    sources, data = tmp_path / "sources.json", tmp_path / "data"
+    pages = handbook(tmp_path / "handbook")
+    add_source("--sources", sources, "--id", "handbook", "--name", "Handbook", "--type", "local", "--path", pages)
+    assert index_docs(data, "--sources", sources, "--all").code == 0
+    for page in sorted(pages.iterdir()):
+        page.write_text(page.read_text().replace("rotates the volume", "revokes the tokens of volume"))
+    killed = subprocess.run([sys.executable, str(FAULTRUN), "set@rag_search.index.indexer.CHECKPOINT_SECONDS=0",
+                             "kill@rag_search.store.store_writer.StoreWriter.write#2",
+                             str(SCRIPTS / "index_docs.py"), "--data-dir", str(data), "--sources", str(sources), "--all"],
+                            capture_output=True, text=True)
+    assert killed.returncode != 0 and "faultrun:" in killed.stderr, killed.stderr
+
+    early = search(data, "revokes the tokens of volume3x2 on host 3")
+    assert early["results"][0]["file"] == "handbook/host-003.md" and "revokes" in early["results"][0]["chunk"], early
+    indexed, of = (int(word) for word in early["partial"]["handbook"].split()[::2][:2])
+    assert 0 < indexed < of == PAGES, early["partial"]
+    old = search(data, "--mode", "lexical", "rotates the volume118x4 keys on host 118")
+    assert old["results"][0]["file"] == "handbook/host-118.md", "a page not reached yet answers as it was"
+    texts = [result["chunk"] for result in search(data, "--mode", "lexical", "--top-k", "20", "host 118 step")["results"]
+             if result["file"] == "handbook/host-118.md"]
+    assert texts and all("rotates" in text for text in texts), "one version of a page, never a mix"
+
+    finished = index_docs(data, "--sources", sources, "--all")
+    assert finished.code == 0, finished
+    assert finished.json["sources"][0]["updated"] == PAGES - indexed, "the next run loads only what was not published"
+    late = search(data, "revokes the tokens of volume118x4 on host 118")
+    assert "partial" not in late and "revokes" in late["results"][0]["chunk"], late

@@ -33,7 +33,7 @@ from ..model.embedding import ModelInfo, OnnxEmbedder, SentenceTransformerEmbedd
 from ..safety import secrets
 from ..safety.injection import looks_like_instructions
 from ..store import lexical
-from ..store.records import INDEXING, ChunkRecord, DocumentRecord, Filters
+from ..store.records import INDEXING, ChunkRecord, DocumentRecord, Filters, settled
 from ..store.store import fingerprint
 from ..store.store_writer import StoreWriter
 from ..text import parsing
@@ -44,8 +44,8 @@ from ..text.sections import ParsedFile, ParseError
 log = logging.getLogger("rag_search")
 
 FLUSH_CHUNKS = 512  # chunks buffered before embedding and writing: bounds memory
-CHECKPOINT_SECONDS = 60.0  # a source's first index publishes what it has after its first write and then this often
-FIRST_PART_CHUNKS = 128  # the first write of a first index published in parts: searchable after a few seconds
+CHECKPOINT_SECONDS = 60.0  # a doc source's run publishes what it has after its first write and then this often
+FIRST_PART_CHUNKS = 128  # the first write of a run published in parts: a new source searchable after a few seconds
 DOCS = "docs"  # the collection whose pages have a kind (page_kind.py: guide, reference, changelog, blog); personal files none
 HELD_BYTES = 64 * 1024 * 1024  # documentation text kept to redact again (a value it redacted shown later): bounds memory
 
@@ -144,7 +144,7 @@ class IndexWriter:
         self._held: dict[str, SourceDocument] = {}  # documentation that redacted a value shown once, by key
         self._held_bytes = 0
         self._redactions: dict[str, int] = {}  # by key: what a document counted, replaced when it is redacted again
-        self._in_parts: dict | None = None  # a first index published as it goes: source, documents listed and written
+        self._in_parts: dict | None = None  # a run published as it goes: source, documents to load and written, state
         self._checkpointed: float | None = None  # when it last published
 
     def put(self, document: SourceDocument) -> Queued:
@@ -226,11 +226,18 @@ class IndexWriter:
                                      "(max_chunks_per_document)")
         return chunks
 
-    def publish_in_parts(self, source_id: str, documents: int) -> None:
-        """A first index of `source_id` (`documents` to load), published after its first write (FIRST_PART_CHUNKS) and
-        then every CHECKPOINT_SECONDS, its state saying how far it got: a large source answers searches long before it
-        is done, and a killed run keeps what it published."""
-        self._in_parts = {"source": source_id, "of": documents, "documents": 0}
+    def publish_in_parts(self, source_id: str, state: dict | None, new: bool) -> None:
+        """Publish this run of `source_id` in parts, the source's `state` saying how far it got (`expect`): every
+        CHECKPOINT_SECONDS, and for a `new` source after its first write too (FIRST_PART_CHUNKS). A new source answers
+        searches within seconds, a large update shows its new pages minute by minute, and a killed run keeps what it
+        published. A run shorter than a minute publishes only at its end, as any run does."""
+        self._in_parts = {"source": source_id, "of": 0, "documents": 0, "state": settled(state)}
+        self._checkpointed = None if new else time.monotonic()
+
+    def expect(self, documents: int) -> None:
+        """The documents this run loads: what a part published in parts says it got through."""
+        if self._in_parts is not None:
+            self._in_parts["of"] = documents
 
     def keep(self, key: str, identity: str | None, state: dict | None, metadata: dict | None = None) -> None:
         """A document whose content did not change, with its new identity and state, and the `metadata` its chunks take
@@ -256,7 +263,7 @@ class IndexWriter:
             self.stats.chunks_removed += self.store.remove(removals)
 
     def _checkpoint(self, written: int) -> None:
-        """Publish a first index's documents written so far, if it is published in parts and its time has come."""
+        """Publish the documents written so far, if the run is published in parts and its time has come."""
         if self._in_parts is None:
             return
         self._in_parts["documents"] += written
@@ -265,7 +272,7 @@ class IndexWriter:
         if self._checkpointed is not None and time.monotonic() - self._checkpointed < CHECKPOINT_SECONDS:
             return
         progress = {key: self._in_parts[key] for key in ("documents", "of")}
-        self.store.set_source_state(self._in_parts["source"], {INDEXING: progress})
+        self.store.set_source_state(self._in_parts["source"], {**self._in_parts["state"], INDEXING: progress})
         if self.store.checkpoint():
             self._checkpointed = time.monotonic()
             log.info("%s: %d of %d documents published; indexing goes on", self._in_parts["source"], *progress.values())

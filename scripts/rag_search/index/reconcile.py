@@ -201,6 +201,7 @@ def reconcile(writer: IndexWriter, known: dict[str, DocumentRecord], listing: Li
     if listing.complete:
         check_shrink(label, selected, listed, allowed)
     work = plan(known, listing, full)
+    writer.expect(len(work.load))
     if deselected and listing.complete:
         log.info("%s: %d document(s) the source's settings no longer select are removed", label, len(deselected))
     report = Report(listed=listed, skipped=[{"file": skip["file"], "reason": skip["reason"]} for skip in listing.skipped])

@@ -130,7 +130,7 @@ class RagSearchServer:
 
         Results: rank, score (cosine 0-1), source, file, id, chunk, metadata (heading, date, url or path, version).
         more (index all, hybrid): per collection, results likely to answer that were not shown; search that index.
-        partial: doc sources whose first index is not done yet, and how far it got."""
+        partial: doc sources whose index run (a first index, a large update) is not done yet, and how far it got."""
         return await self._answer(answers.search, query=query, index=index, top_k=top_k, mode=mode, source=source, since=since,
                                   until=until, types=type, tags=tag, kinds=kind, min_score=min_score, per_file=per_file,
                                   max_tokens=max_tokens, metadata_only=metadata_only, recency_half_life=recency_half_life,

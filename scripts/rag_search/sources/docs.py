@@ -18,7 +18,7 @@ from ..core.datadir import DataDir
 from ..core.errors import ConfigError, IndexWriteError, SourceFailed, is_disk_full
 from ..index.indexer import IndexWriter, Pipeline
 from ..index.reconcile import Listing, Report, reconcile
-from ..store.records import IndexedFiles
+from ..store.records import IndexedFiles, settled
 from ..store.store import Store
 from ..store.store_writer import StoreWriter
 from . import registry
@@ -58,15 +58,16 @@ def _index_one(store: StoreWriter, pipeline: Pipeline, spec: SourceSpec, setting
         writer = IndexWriter(store, pipeline)
         listing = _listing(spec, settings, store, fetcher)
         known = store.documents(spec.id)
-        in_parts = not known and store.publishes_in_parts  # a new source: searchable in parts long before it is done
+        before = store.source_state(spec.id)
+        in_parts = store.publishes_in_parts  # a new source or a large update: searchable in parts long before it is done
         if in_parts:
-            writer.publish_in_parts(spec.id, len(listing.documents))
+            writer.publish_in_parts(spec.id, before, new=not known)
         report = reconcile(writer, known, listing, spec.id, full=full, allow_shrink=allow_shrink, quiet=quiet)
         status, error = _status(listing, report)
         if status in ("ok", "empty"):
             store.set_source_state(spec.id, listing.state or {})
         elif in_parts:  # every document was tried (some failed): no longer indexed "so far"
-            store.set_source_state(spec.id, None)
+            store.set_source_state(spec.id, settled(before) or None)
         notice = {"error": error} if error else {}
         if status == "empty":
             notice = {"warning": nothing_matched(spec, listing.details.get("seen"))}

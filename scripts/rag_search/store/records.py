@@ -27,7 +27,12 @@ class DocumentRecord:
     state: dict | None = None  # what the source keeps between runs (a page's ETag)
 
 
-INDEXING = "indexing"  # a source's state while its first index is published in parts: {"documents": N, "of": M}
+INDEXING = "indexing"  # in a source's state while a run published in parts is not done: {"documents": N, "of": M}
+
+
+def settled(state: dict | None) -> dict:
+    """A source's state without INDEXING: what it was before a run published in parts."""
+    return {key: value for key, value in (state or {}).items() if key != INDEXING}
 
 
 @dataclass

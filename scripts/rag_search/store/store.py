@@ -311,7 +311,7 @@ class Store:
 
     @functools.cached_property
     def in_parts(self) -> dict[str, str]:
-        """{source id: how far it got} for the sources whose first index is published in parts and not done yet (a run
+        """{source id: how far it got} for the sources whose index run is published in parts and not done yet (a run
         that goes on, or was killed: the next one goes on). Read once: a published generation does not change."""
         return {source_id: f"{state[INDEXING]['documents']} of {state[INDEXING]['of']} documents indexed so far"
                 for source_id, state in self._live_catalog.source_states().items() if INDEXING in state}
