@@ -34,30 +34,29 @@ import eval_personas as personas  # noqa: E402
 
 from rag_search.core.config import load_settings  # noqa: E402
 from rag_search.search import relevance  # noqa: E402
-from rag_search.search.retrieval import Searcher, SearchOptions, collection_lists  # noqa: E402
+from rag_search.search.retrieval import Searcher, SearchOptions, collection_lists, shown  # noqa: E402
 
 COLLECTIONS = ("personal", "docs")
 SHOWN = personas.SHOWN
 
 
-def gather(work: Path, names: list[str]) -> list[dict]:
-    """Per question: its persona, kind, each collection's list as the merge sees it, and which of its results answer."""
+def gather(work: Path, names: list[str], searchers: list[Searcher]) -> list[dict]:
+    """Per question: its persona, kind, each collection's list as the merge sees it, and which of its results answer;
+    with the question, its vector and the stores, for what the answer shows (retrieval.shown). Each persona's searcher
+    is appended to `searchers`, for the caller to close."""
     records = []
     for name in names:
         persona = personas.platform_persona() if name == personas.PLATFORM else personas.load_persona(name, dt.date.today(), False)
-        searcher = Searcher(load_settings(data_dir=str(work / name / "data")), "all")
-        try:
-            stores = searcher.refresh()
-            for q in persona.questions:
-                vector = searcher.embedder.embed([q["question"]])[0]
-                lists = collection_lists(stores, q["question"], vector, SearchOptions())
-                lists = {c: lists.get(c, [])[: relevance.DEPTH] for c in COLLECTIONS}
-                others = relevance.best_scores(lists)
-                records.append({"persona": name, "kind": q["kind"], "lists": lists,
-                                "rows": {c: relevance.signals(lists[c], others[c]) for c in COLLECTIONS},
-                                "labels": {c: [personas.answers(hit, q, c) for hit in lists[c]] for c in COLLECTIONS}})
-        finally:
-            searcher.close()
+        searchers.append(searcher := Searcher(load_settings(data_dir=str(work / name / "data")), "all"))
+        stores = searcher.refresh()
+        for q in persona.questions:
+            vector = searcher.embedder.embed([q["question"]])[0]
+            lists = collection_lists(stores, q["question"], vector, SearchOptions())
+            lists = {c: lists.get(c, [])[: relevance.DEPTH] for c in COLLECTIONS}
+            others = relevance.best_scores(lists)
+            records.append({"persona": name, "kind": q["kind"], "lists": lists, "question": q, "vector": vector, "stores": stores,
+                            "rows": {c: relevance.signals(lists[c], others[c]) for c in COLLECTIONS},
+                            "labels": {c: [personas.answers(hit, q, c) for hit in lists[c]] for c in COLLECTIONS}})
     return records
 
 
@@ -83,20 +82,20 @@ def fitted(records: list[dict]) -> dict[str, tuple[float, ...]]:
 
 
 def outcomes(records: list[dict], weights: dict, head_start: float) -> list[dict]:
-    """Per question, the rank of the first answering result of each collection in the merged list."""
+    """Per question, the rank of the first answering result of each collection in what the answer shows of the merge."""
     found = []
     for r in records:
         order, _ = relevance.merge(r["lists"], SHOWN, weights, head_start)
-        answering = {id(hit) for c in COLLECTIONS for hit, label in zip(r["lists"][c], r["labels"][c], strict=True) if label}
-        found.append({c: next((rank for rank, hit in enumerate(order, start=1) if hit.collection == c and id(hit) in answering), None)
-                      for c in COLLECTIONS})
+        answer = shown(r["stores"], r["vector"], order, SHOWN, SearchOptions.per_file)
+        found.append({c: personas.rank_of(answer, r["question"], c) for c in COLLECTIONS})
     return found
 
 
 def alone(records: list[dict]) -> list[dict]:
-    """As with --index personal / --index docs: the rank of the first answering result in the collection's own list."""
-    return [{c: next((rank for rank, label in enumerate(r["labels"][c], start=1) if label), None) for c in COLLECTIONS}
-            for r in records]
+    """As with --index personal / --index docs: the rank of the first answering result in what the answer shows of the
+    collection's own list."""
+    return [{c: personas.rank_of(shown(r["stores"], r["vector"], r["lists"][c], SHOWN, SearchOptions.per_file), r["question"], c)
+             for c in COLLECTIONS} for r in records]
 
 
 def score(records: list[dict], found: list[dict]) -> dict:
@@ -130,7 +129,15 @@ def main() -> int:
     parser.add_argument("--weights", action="store_true", help="print the weights and setting fitted on every persona")
     args = parser.parse_args()
     names = args.personas or sorted(p.name for p in personas.PERSONAS.iterdir() if p.is_dir()) + [personas.PLATFORM]
-    records = gather(args.work, names)
+    searchers: list[Searcher] = []
+    try:
+        return report(gather(args.work, names, searchers), names, args)
+    finally:
+        for searcher in searchers:
+            searcher.close()
+
+
+def report(records: list[dict], names: list[str], args: argparse.Namespace) -> int:
     grid = args.head_start
     print("\n".join(personas.HEADER))
     pairs: dict[str, list] = {c: [] for c in COLLECTIONS}

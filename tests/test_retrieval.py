@@ -202,7 +202,8 @@ def test_a_documentation_page_is_as_close_as_its_chunks_mean_and_a_record_as_its
     record of a JSON file is a page of its own (ranking), so its closeness is its own, not its file's."""
     docs = tmp_path / "handbook"
     docs.mkdir()
-    (docs / "backup.md").write_text("# Backups\n\nTake an etcd snapshot every night.\n\n## Restore\n\n"
+    between = "".join(f"## Part {n}\n\nThe dashboard's colour theme number {n}.\n\n" for n in range(3))  # not joined: far apart
+    (docs / "backup.md").write_text(f"# Backups\n\nTake an etcd snapshot every night.\n\n{between}## Restore\n\n"
                                     "Restore the snapshot on a new control plane node.\n", encoding="utf-8")
     (docs / "faq.json").write_text('[{"question": "How do I back up etcd?", "answer": "etcdctl snapshot save."},'
                                    ' {"question": "Which CNI do we ship?", "answer": "kube-router, with BGP."}]', encoding="utf-8")
@@ -243,3 +244,41 @@ def test_a_documentation_set_of_a_few_thousand_chunks_is_searched_on_every_term(
     terms = lexical.query_terms("worker cache size")
     assert catalog.common_terms(terms, SearchOptions().keyword_budget) == frozenset()
     assert catalog.common_terms(terms, 1000), "a smaller budget leaves the common terms out"
+
+
+def test_a_result_near_a_shown_one_of_its_document_is_joined_to_it_with_the_chunks_between(tmp_path):
+    """A note cut in six: chunks 0 and 2 ranked, the answer in chunk 1 between them: the first result runs from 0 to 2
+    and chunk 2 takes no place of its own; chunk 5, three chunks on, stays a result of its own."""
+    import numpy as np
+
+    from rag_search.search.retrieval import shown
+    from rag_search.store.records import Hit
+
+    state = tmp_path / "state"
+    state.mkdir()
+    sections = [f"## Step {n}\n\n" + f"Step {n} of the rollout: " + " ".join(f"detail{n}x{word}" for word in range(40))
+                for n in range(6)]
+    sections[1] += "\n\nThe canary weight is 15 percent."
+    (state / "rollout.md").write_text("# Rollout\n\n" + "\n\n".join(sections) + "\n")
+    (state / "other.md").write_text("# Other\n\nA note about something else entirely.\n")
+    assert call_script("index_personal.py", "--data-dir", tmp_path / "data", state).code == 0
+    searcher = Searcher(load_settings(data_dir=str(tmp_path / "data")), "personal")
+    try:
+        store = searcher.refresh()["personal"]
+        chunks = {(chunk.metadata["file"], chunk.metadata["chunk_index"]): chunk for chunk in store.all_chunks()}
+        assert max(index for file, index in chunks if file == "rollout.md") == 5, "one chunk a section"
+
+        def as_hit(file, index):
+            chunk = chunks[(file, index)]
+            return Hit(chunk.id, "personal", 0.5, chunk.text, chunk.metadata, Evidence(cosine=0.5), chunk.document)
+
+        ranked = [as_hit("rollout.md", 0), as_hit("other.md", 0), as_hit("rollout.md", 2), as_hit("rollout.md", 5)]
+        answer = shown({"personal": store}, np.ones(384, dtype=np.float32), ranked, top_k=3, per_file=0)
+    finally:
+        searcher.close()
+    places = [(hit.metadata["file"], hit.metadata["chunk_index"]) for hit in answer]
+    assert places == [("rollout.md", 0), ("other.md", 0), ("rollout.md", 5)]
+    first = answer[0].text
+    assert "canary weight is 15 percent" in first and "detail2x39" in first and "detail3x0" not in first
+    assert first.count("detail1x0") == 1 and first.startswith("Step 0 of the rollout"), "no part twice, no heading first"
+    assert answer[2].text == chunks[("rollout.md", 5)].text

@@ -26,7 +26,7 @@ from ..core.private_files import open_private
 from ..model.embedding import find_model, query_embedder
 from ..store import lexical
 from ..store.records import Filters, Hit
-from ..store.store import COLLECTIONS, INDEX_COMMANDS, Store, fingerprint, nothing_built
+from ..store.store import COLLECTIONS, INDEX_COMMANDS, Store, fingerprint, join_chunks, nothing_built
 from ..text.sections import normalize_tag
 from . import ranking, relevance
 
@@ -272,7 +272,7 @@ def search(stores: dict[str, Store], query: str, vector: np.ndarray, options: Se
         hits = [candidates[chunk_id] for chunk_id in ranking.rank(candidates, options)]
     if reranker is not None:
         hits = reranker.rerank(query, hits[: max(options.top_k * 4, 20)])
-    hits = _first_scored(stores, vector, _cap_per_file(hits, options.per_file), options.top_k)
+    hits = shown(stores, vector, hits, options.top_k, options.per_file)
     return SearchResult(query, hits, list(stores), total, options.mode, more=more,
                         reindex={name: store.reindex for name, store in stores.items() if store.reindex},
                         partial={source: far for store in stores.values() for source, far in store.in_parts.items()})
@@ -398,16 +398,54 @@ def _scored(stores: dict[str, Store], vector: np.ndarray, hits: list[Hit], after
     return [hit for hit in hits if hit.evidence.cosine is not None]
 
 
+def shown(stores: dict[str, Store], vector: np.ndarray, hits: list[Hit], top_k: int, per_file: int) -> list[Hit]:
+    """What an answer shows of ranked `hits`: at most `per_file` chunks of a file, the first `top_k` that have a vector,
+    each with its near neighbours joined to it (bench/fit_merge.py scores the merge by it)."""
+    return _first_scored(stores, vector, _cap_per_file(hits, per_file), top_k)
+
+
 def _first_scored(stores: dict[str, Store], vector: np.ndarray, hits: list[Hit], top_k: int) -> list[Hit]:
-    """The first `top_k` of `hits` that have a vector. Only these need a score: reading the vectors of every
-    keyword-only candidate cost each search several milliseconds."""
+    """The first `top_k` of `hits` that have a vector, a hit near one of its document's already kept joined to it
+    (_join), as answers show them: each collection's list is weighed by the merge so. Only these need a score: reading
+    the vectors of every keyword-only candidate cost each search several milliseconds."""
     kept: list[Hit] = []
+    spans: dict[str, tuple[int, int]] = {}  # by kept hit id: the chunks (first, last) its text covers
     start = 0
     while len(kept) < top_k and start < len(hits):
         batch = hits[start : start + top_k - len(kept)]
         start += len(batch)
-        kept += _scored(stores, vector, batch, after_ranking=True)
+        for hit in _scored(stores, vector, batch, after_ranking=True):
+            if not _join(stores[hit.collection], kept, spans, hit):
+                kept.append(hit)
     return kept
+
+
+NEAR = 2  # a hit this many chunks or fewer from a shown one of its document is shown with it, the chunks between too
+
+
+def _join(store: Store, kept: list[Hit], spans: dict[str, tuple[int, int]], hit: Hit) -> bool:
+    """Whether `hit` was joined to a kept hit of its document at most NEAR chunks away (of one record, in a file of
+    records): that hit's text then runs from the first of them to the last, the chunks between included (a passage cut
+    in three, whose middle chunk ranks below its neighbours, is shown whole), and `hit` takes no place of its own."""
+    at = hit.metadata.get("chunk_index")
+    if not hit.document or not isinstance(at, int):
+        return False
+    record = hit.metadata.get("heading") if hit.metadata.get("kind") in ranking.RECORD_FILES else None  # stands alone
+    for n, other in enumerate(kept):
+        own = other.metadata.get("chunk_index")
+        first, last = spans.get(other.id) or ((own, own) if isinstance(own, int) else (None, None))
+        same = (other.collection, other.document) == (hit.collection, hit.document)
+        if not same or first is None or last is None or not first - NEAR <= at <= last + NEAR:
+            continue
+        first, last = min(first, at), max(last, at)
+        chunks = [chunk for chunk in store.document_chunks(hit.document) if first <= chunk.metadata.get("chunk_index", -1) <= last]
+        if [chunk.metadata["chunk_index"] for chunk in chunks] != list(range(first, last + 1)):
+            return False  # the document changed since it was searched: keep the hits as they are
+        if record is not None and any(chunk.metadata.get("heading") != record for chunk in chunks):
+            return False  # records of a JSON file: only the chunks of one record are joined
+        kept[n], spans[other.id] = replace(other, text=join_chunks(chunks, first_heading=False)), (first, last)
+        return True
+    return False
 
 
 def _cap_per_file(hits: list[Hit], per_file: int) -> list[Hit]:

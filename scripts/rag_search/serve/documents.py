@@ -18,7 +18,7 @@ from ..safety import secrets
 from ..sources.files import SkipFile, read_text
 from ..sources.pages import page_file
 from ..store.records import DocumentRecord, StoredChunk
-from ..store.store import Store
+from ..store.store import Store, join_chunks
 from ..text.chunking import HEADING_SEPARATOR
 from .output import one_line
 
@@ -227,31 +227,6 @@ def document_text(record: DocumentRecord, chunks: list[StoredChunk], data_dir: P
             return secrets.redact_document(metadata.get("kind", "text"), text, documentation="repo_path" in metadata,
                                            documented=lambda value: any(value in chunk.text for chunk in chunks))[0], "file"
     return join_chunks(chunks), "index"
-
-
-def join_chunks(chunks: list[StoredChunk]) -> str:
-    """The chunks in order, each heading once, without the overlap of a section that was cut in several chunks."""
-    parts: list[str] = []
-    heading, previous = None, ""
-    for chunk in chunks:
-        text = chunk.text
-        if chunk.metadata.get("heading") != heading:
-            heading = chunk.metadata.get("heading")
-            if heading:
-                parts.append(f"## {heading}")
-        else:
-            text = text[_overlap(previous, text):].lstrip()
-        parts.append(text)
-        previous = chunk.text
-    return "\n\n".join(part for part in parts if part)
-
-
-def _overlap(before: str, after: str) -> int:
-    """Length of the longest end of `before` that `after` starts with (chunks of one section overlap a little)."""
-    for size in range(min(len(before), len(after)), 0, -1):
-        if before.endswith(after[:size]):
-            return size
-    return 0
 
 
 def _where(chunks: list[StoredChunk]) -> dict:

@@ -461,3 +461,29 @@ def describe(value: dict | None) -> str:
 
 def _clip(similarity: float) -> float:
     return float(min(1.0, max(0.0, similarity)))
+
+
+def join_chunks(chunks: list[StoredChunk], first_heading: bool = True) -> str:
+    """The chunks in order, each heading once (the first one's too unless not `first_heading`: a passage the chunk's
+    heading already names), without the overlap of a section that was cut in several chunks."""
+    parts: list[str] = []
+    heading, previous = None if first_heading else chunks[0].metadata.get("heading") if chunks else None, ""
+    for chunk in chunks:
+        text = chunk.text
+        if chunk.metadata.get("heading") != heading:
+            heading = chunk.metadata.get("heading")
+            if heading:
+                parts.append(f"## {heading}")
+        else:
+            text = text[_overlap(previous, text):].lstrip()
+        parts.append(text)
+        previous = chunk.text
+    return "\n\n".join(part for part in parts if part)
+
+
+def _overlap(before: str, after: str) -> int:
+    """Length of the longest end of `before` that `after` starts with (chunks of one section overlap a little)."""
+    for size in range(min(len(before), len(after)), 0, -1):
+        if before.endswith(after[:size]):
+            return size
+    return 0
