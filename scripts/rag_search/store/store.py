@@ -467,7 +467,8 @@ def join_chunks(chunks: list[StoredChunk], first_heading: bool = True) -> str:
     """The chunks in order, each heading once (the first one's too unless not `first_heading`: a passage the chunk's
     heading already names), without the overlap of a section that was cut in several chunks."""
     parts: list[str] = []
-    heading, previous = None if first_heading else chunks[0].metadata.get("heading") if chunks else None, ""
+    heading = chunks[0].metadata.get("heading") if chunks and not first_heading else None
+    previous = ""
     for chunk in chunks:
         text = chunk.text
         if chunk.metadata.get("heading") != heading:
