@@ -409,13 +409,12 @@ def _first_scored(stores: dict[str, Store], vector: np.ndarray, hits: list[Hit],
     (_join), as answers show them: each collection's list is weighed by the merge so. Only these need a score: reading
     the vectors of every keyword-only candidate cost each search several milliseconds."""
     kept: list[Hit] = []
-    spans: dict[str, tuple[int, int]] = {}  # by kept hit id: the chunks (first, last) its text covers
     start = 0
     while len(kept) < top_k and start < len(hits):
         batch = hits[start : start + top_k - len(kept)]
         start += len(batch)
         for hit in _scored(stores, vector, batch, after_ranking=True):
-            if not _join(stores[hit.collection], kept, spans, hit):
+            if not _join(stores[hit.collection], kept, hit):
                 kept.append(hit)
     return kept
 
@@ -423,7 +422,7 @@ def _first_scored(stores: dict[str, Store], vector: np.ndarray, hits: list[Hit],
 NEAR = 2  # a hit this many chunks or fewer from a shown one of its document is shown with it, the chunks between too
 
 
-def _join(store: Store, kept: list[Hit], spans: dict[str, tuple[int, int]], hit: Hit) -> bool:
+def _join(store: Store, kept: list[Hit], hit: Hit) -> bool:
     """Whether `hit` was joined to a kept hit of its document at most NEAR chunks away (of one record, in a file of
     records): that hit's text then runs from the first of them to the last, the chunks between included (a passage cut
     in three, whose middle chunk ranks below its neighbours, is shown whole), and `hit` takes no place of its own."""
@@ -433,17 +432,18 @@ def _join(store: Store, kept: list[Hit], spans: dict[str, tuple[int, int]], hit:
     record = hit.metadata.get("heading") if hit.metadata.get("kind") in ranking.RECORD_FILES else None  # stands alone
     for n, other in enumerate(kept):
         own = other.metadata.get("chunk_index")
-        first, last = spans.get(other.id) or ((own, own) if isinstance(own, int) else (None, None))
-        same = (other.collection, other.document) == (hit.collection, hit.document)
-        if not same or first is None or last is None or not first - NEAR <= at <= last + NEAR:
+        if (other.collection, other.document) != (hit.collection, hit.document) or not isinstance(own, int):
+            continue
+        first, last = other.span or (own, own)
+        if not first - NEAR <= at <= last + NEAR:
             continue
         first, last = min(first, at), max(last, at)
-        chunks = [chunk for chunk in store.document_chunks(hit.document) if first <= chunk.metadata.get("chunk_index", -1) <= last]
-        if [chunk.metadata["chunk_index"] for chunk in chunks] != list(range(first, last + 1)):
+        chunks = store.document_chunks(hit.document, first, last)
+        if [chunk.metadata.get("chunk_index") for chunk in chunks] != list(range(first, last + 1)):
             return False  # the document changed since it was searched: keep the hits as they are
         if record is not None and any(chunk.metadata.get("heading") != record for chunk in chunks):
             return False  # records of a JSON file: only the chunks of one record are joined
-        kept[n], spans[other.id] = replace(other, text=join_chunks(chunks, first_heading=False)), (first, last)
+        kept[n] = replace(other, text=join_chunks(chunks, first_heading=False), span=(first, last))
         return True
     return False
 

@@ -89,8 +89,7 @@ def git_listing(spec: GitSource, cache_dir: Path, max_bytes: int, state: dict | 
     Files over `max_bytes` are never checked out (left out of the sparse checkout);
     they are reported as skipped.
     """
-    repo = _prepare_clone(cache_dir / "repo", spec)
-    held = _ref(repo, FETCHED)  # the commit the last run fetched, which the clone holds; None in a new clone
+    repo, held = _prepare_clone(cache_dir / "repo", spec)  # held: the commit the last run fetched, which the clone holds
     commit = _fetch(repo, spec.version, first=held is None)
     _prune_packs(repo)
     found = _tree_files(repo, commit, spec)
@@ -185,18 +184,21 @@ def browse_url(remote: str, commit: str, path: str) -> str | None:
 
 
 def _prepare_clone(folder: Path, spec: GitSource):
-    """An initialised repository with `origin` at the source's URL, checking out only its path."""
+    """An initialised repository with `origin` at the source's URL, checking out only its path, and the commit its
+    last fetch left in FETCHED (None in a new clone)."""
     import git
 
     try:
-        if (folder / ".git").is_dir() and not _has_our_ref(folder):
-            # One commit deep, or with the whole history fetched again at each refresh: as earlier versions cloned.
-            log.info("%s: replacing the clone in %s made by an earlier version", spec.id, folder)
-            shutil.rmtree(folder)
+        repo, held = None, None
         if (folder / ".git").is_dir():
             _remove_stale_locks(folder / ".git")
             repo = git.Repo(folder)
-        else:
+            held = _ref(repo, FETCHED)
+            if held is None:  # one commit deep, or with the whole history fetched again each time: as earlier versions cloned
+                log.info("%s: replacing the clone in %s made by an earlier version", spec.id, folder)
+                shutil.rmtree(folder)
+                repo = None
+        if repo is None:
             folder.mkdir(mode=0o700, parents=True, exist_ok=True)
             repo = git.Repo.init(folder)
         repo.git.update_environment(**NO_PROMPT_ENV)
@@ -206,13 +208,7 @@ def _prepare_clone(folder: Path, spec: GitSource):
             repo.git.remote("set-url", "--end-of-options", "origin", spec.url)
     except (git.GitError, OSError) as exc:
         raise SourceFailed(f"cannot prepare the clone in {folder}: {_git_message(exc)}") from None
-    return repo
-
-
-def _has_our_ref(folder: Path) -> bool:
-    git_dir = folder / ".git"
-    packed = git_dir / "packed-refs"
-    return (git_dir / FETCHED).is_file() or (packed.is_file() and FETCHED in packed.read_text(errors="replace"))
+    return repo, held
 
 
 def _ref(repo, ref: str) -> str | None:
@@ -369,14 +365,16 @@ def _file_dates(repo, cache_dir: Path, spec: GitSource, commit: str, tree: dict[
             found[path] = files[path][1]
     if undated := set(tree) - set(found):
         found.update(_history_dates(cache_dir / HISTORY, spec, commit, undated))
-    fallback = float(repo.git.show("-s", "--format=%ct", "--end-of-options", commit))
-    seconds = {path: found.get(path, fallback) for path in tree}
-    try:
-        write_atomically(cache_dir / DATES, json.dumps({"commit": commit, "files": {path: [tree[path], seconds[path]]
-                                                                                    for path in tree}}))
-    except OSError as exc:
-        log.warning("%s: could not keep the files' dates (%s): the next refresh fetches the history again", spec.id, exc)
-    return {path: dates.from_timestamp(value) for path, value in seconds.items()}
+    if undated := set(tree) - set(found):
+        fallback = float(repo.git.show("-s", "--format=%ct", "--end-of-options", commit))
+        found.update(dict.fromkeys(undated, fallback))
+    now = {"commit": commit, "files": {path: [blob, found[path]] for path, blob in tree.items()}}
+    if now != known:  # a refresh with nothing new writes nothing
+        try:
+            write_atomically(cache_dir / DATES, json.dumps(now))
+        except OSError as exc:
+            log.warning("%s: could not keep the files' dates (%s): the next refresh fetches the history again", spec.id, exc)
+    return {path: dates.from_timestamp(found[path]) for path in tree}
 
 
 def _read_dates(path: Path) -> dict:

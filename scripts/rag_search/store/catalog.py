@@ -146,9 +146,11 @@ class Catalog:
             found.update((row[0], _stored(row)) for row in rows)
         return found
 
-    def document_chunks(self, key: str) -> list[StoredChunk]:
-        """One document's chunks, in the document's order."""
-        return [_stored(row) for row in self._db.execute(f"{_STORED} WHERE c.doc_key = ? ORDER BY c.ord", (key,))]
+    def document_chunks(self, key: str, first: int = 0, last: int = -1) -> list[StoredChunk]:
+        """One document's chunks, in the document's order (only its `first` to `last` when `last` is not -1)."""
+        rows = self._db.execute(f"{_STORED} WHERE c.doc_key = ? AND c.ord >= ? AND (? < 0 OR c.ord <= ?) ORDER BY c.ord",
+                                (key, first, last, last))
+        return [_stored(row) for row in rows]
 
     def all_chunks(self) -> list[StoredChunk]:
         return [_stored(row) for row in self._db.execute(f"{_STORED} ORDER BY c.num")]

@@ -127,6 +127,7 @@ class Hit:
     metadata: dict
     evidence: Evidence = field(default_factory=Evidence)  # ranks and scores of each stage
     document: str = ""  # the key of its document: two roots' notes/todo.md are two documents with one file name
+    span: tuple[int, int] | None = None  # the chunks (first, last) its text runs over, when neighbours were joined to it
 
     @property
     def explain(self) -> dict[str, int | float | str]:

@@ -335,10 +335,10 @@ class Store:
             key = self._live_catalog.document_of_chunk(chunk_id)
             return self._live_catalog.documents(key_prefix=key).get(key) if key else None
 
-    def document_chunks(self, key: str) -> list[StoredChunk]:
-        """One document's chunks, in the document's order."""
+    def document_chunks(self, key: str, first: int = 0, last: int = -1) -> list[StoredChunk]:
+        """One document's chunks, in the document's order (only its `first` to `last` when `last` is not -1)."""
         with self._reading():
-            return self._live_catalog.document_chunks(key)
+            return self._live_catalog.document_chunks(key, first, last)
 
     def is_stale(self) -> bool:
         """Whether the published index is no longer the one this store reads: an index run published since it was
