@@ -58,12 +58,21 @@ def test_the_five_shown_are_those_likeliest_to_hold_an_answer_of_each():
     assert [found.id for found in order] == ["note-1", "note-2", "page-1", "page-2", "page-3", "note-3", "note-4", "note-5"]
 
 
-def test_unlikely_notes_are_shown_below_likely_pages_in_the_first_three():
+def test_unlikely_notes_chosen_for_the_first_three_are_shown_there_before_likely_pages():
     """Notes of chance 0.12-0.17 and pages of 0.88-0.92: past two pages a third adds next to nothing, and each note
-    adds its own chance that the user's answer is among the first three."""
+    adds its own chance that the user's answer is among the first three, which is where they are shown."""
     notes = [record(f"note-{n}", 0.35 - 0.01 * n, n) for n in range(1, 6)]
     order, _ = relevance.merge({"personal": notes, "docs": pages_found_by_both(5, best=0.75)}, 5, BY_COSINE, 0.0)
-    assert [found.id for found in order[:5]] == ["page-1", "page-2", "note-1", "note-2", "note-3"]
+    assert [found.id for found in order[:5]] == ["note-1", "note-2", "note-3", "page-1", "page-2"]
+
+
+def test_a_note_chosen_for_the_first_three_stays_there_below_a_likelier_page():
+    """Chances 0.88 and 0.20 for the notes, 0.50, 0.45 and 0.40 for the pages: the second note comes before the
+    second page, which is likelier, because it is worth something only among the first three."""
+    notes = [record("note-1", 0.70, 1, 1), record("note-2", 0.36, 2)]
+    pages = [record(f"page-{n}", 0.52 - 0.02 * n, n, collection="docs") for n in range(1, 4)]
+    order, _ = relevance.merge({"personal": notes, "docs": pages}, 5, BY_COSINE, 0.0)
+    assert [found.id for found in order] == ["note-1", "page-1", "note-2", "page-2", "page-3"]
 
 
 def test_one_result_asked_for_is_the_likeliest_of_either():
@@ -84,8 +93,8 @@ def test_the_answer_says_what_the_other_collection_had_below_the_cut(tmp_path):
     shutil.copytree(EXAMPLES, state)
     pages.mkdir()
     for n, topic in enumerate(("self-heal", "automated sync", "pruning", "sync waves", "sync windows")):
-        (pages / f"argocd-{n}.md").write_text(f"# ArgoCD {topic}\n\nArgoCD {topic}: when ArgoCD self-heal is enabled, "
-                                              f"ArgoCD reverts manual changes made to the cluster ({topic}). "
+        (pages / f"argocd-{n}.md").write_text(f"# ArgoCD {topic}: why self-heal is disabled\n\nArgoCD {topic}: when ArgoCD "
+                                              f"self-heal is enabled, ArgoCD reverts manual changes made to the cluster ({topic}). "
                                               "Self-heal is disabled by default and is set under syncPolicy.automated.\n")
     data, sources = tmp_path / "data", tmp_path / "sources.json"
     assert call_script("index_personal.py", "--data-dir", data, "--quiet", state).code == 0
@@ -103,9 +112,9 @@ def test_the_answer_says_what_the_other_collection_had_below_the_cut(tmp_path):
 
 def test_the_users_record_first_in_both_lists_comes_before_a_page_a_little_closer_in_meaning():
     """The personal head start's default, from the side that hurts: the user's record, first in both of its lists, comes
-    before a documentation page whose cosine is 0.22 higher; with a head start of 1.0 the page comes first."""
+    before a documentation page whose cosine is 0.20 higher; with a head start of 0.5 the page comes first."""
     def lists():
         return {"personal": [record("mine", 0.50, 1, 1)] + [record(f"note-{n}", 0.40, n, n) for n in (2, 3)],
-                "docs": [record("page", 0.72, 1, 1, "docs")] + [record(f"page-{n}", 0.62, n, n, "docs") for n in (2, 3)]}
+                "docs": [record("page", 0.70, 1, 1, "docs")] + [record(f"page-{n}", 0.60, n, n, "docs") for n in (2, 3)]}
     assert relevance.merge(lists(), 5)[0][0].id == "mine"
-    assert relevance.merge(lists(), 5, head_start=1.0)[0][0].id == "page"
+    assert relevance.merge(lists(), 5, head_start=0.5)[0][0].id == "page"

@@ -14,7 +14,9 @@ Which results are shown first: the five (search.py's default; fewer when fewer a
 asked for) likeliest to hold an answer of the user's own among the first three and a
 documentation answer among the five, each collection's taken from the top of its own
 list. In what order: each collection keeps its own, the collections taking turns by the
-best chance each has still to show; the rest follow the same way. The answer says per
+best chance each has still to show, except that the user's own results chosen for the
+first three are shown there (they were chosen for being there); the rest follow the same
+way. The answer says per
 collection how many results at least LIKELY to answer were not shown (`more`), so an
 agent knows when to look again with --index.
 """
@@ -28,10 +30,10 @@ DEPTH = 10  # results of each collection weighed (more when more are asked for)
 FEATURES = ("cosine", "below_best", "over_other", "dense", "lexical", "bm25", "lead", "place", "both")
 # Logistic weights per collection, in FEATURES order, then the intercept: bench/fit_merge.py --weights.
 WEIGHTS: dict[str, tuple[float, ...]] = {
-    "personal": (0.7932, -0.6454, 2.7052, 2.0801, 2.726, 3.9928, 1.4445, 2.2241, 0.0793, -8.3329),
-    "docs": (3.5855, 1.1519, 3.796, 0.5638, 2.8145, 0.9411, 0.0748, 1.6454, -0.0138, -6.4374),
+    "personal": (1.3024, -0.8443, 3.1509, 2.0355, 3.147, 3.9024, 1.1611, 2.6356, -0.0599, -8.7569),
+    "docs": (3.2255, 0.7186, 3.8179, 0.3001, 2.8168, 1.1365, 0.2375, 2.0222, 0.0098, -6.9046),
 }
-PERSONAL_HEAD_START = 1.5  # log-odds added to the personal collection's chances: the user's own context first
+PERSONAL_HEAD_START = 1.0  # log-odds added to the personal collection's chances: the user's own context first
 FIRST = 3  # the places where an answer of the user's own is worth showing
 SHOWN = 5  # the first results chosen together (search.py shows five); the rest take turns
 LIKELY = 0.2  # a result not shown that is at least this likely to answer is counted in `more`
@@ -77,8 +79,10 @@ def merge(lists: dict[str, list[Hit]], top_k: int, weights: dict[str, tuple[floa
         for hit, chance in zip(hits, chances(name, signals(hits, others[name]), weights, head_start), strict=True):
             chance_of[hit.id] = hit.evidence.relevance = round(chance, 4)
     counts = _shown_counts(lists, chance_of, min(top_k, SHOWN, sum(map(len, lists.values()))))
-    first = _taking_turns([hits[:count] for hits, count in zip(lists.values(), counts, strict=True)], chance_of)
-    order = first + _taking_turns([hits[count:] for hits, count in zip(lists.values(), counts, strict=True)], chance_of)
+    due = [FIRST if name == "personal" else math.inf for name in lists]
+    first = _taking_turns([hits[:count] for hits, count in zip(lists.values(), counts, strict=True)], chance_of, due)
+    rest = _taking_turns([hits[count:] for hits, count in zip(lists.values(), counts, strict=True)], chance_of, [math.inf] * len(lists))
+    order = first + rest
     more = {name: sum(hit.collection == name and chance_of[hit.id] >= LIKELY for hit in order[top_k:]) for name in lists}
     return order, more
 
@@ -99,13 +103,15 @@ def _shown_counts(lists: dict[str, list[Hit]], chance_of: dict[str, float], size
     return best
 
 
-def _taking_turns(lists: list[list[Hit]], chance_of: dict[str, float]) -> list[Hit]:
-    """Each list in its own order, the lists taking turns by the best chance each has still to show."""
+def _taking_turns(lists: list[list[Hit]], chance_of: dict[str, float], due: list[float]) -> list[Hit]:
+    """Each list in its own order, the lists taking turns by the best chance each has still to show; a list with a place
+    `due` (not inf) is shown whole by that place (the user's own results chosen for the first FIRST stay there)."""
     still = [[max(chance_of[hit.id] for hit in hits[at:]) for at in range(len(hits))] for hits in lists]
     at = [0] * len(lists)
     order: list[Hit] = []
     while live := [n for n, hits in enumerate(lists) if at[n] < len(hits)]:
-        pick = max(live, key=lambda n: still[n][at[n]])
+        late = [n for n in live if len(lists[n]) - at[n] >= due[n] - len(order)]
+        pick = late[0] if late else max(live, key=lambda n: still[n][at[n]])
         order.append(lists[pick][at[pick]])
         at[pick] += 1
     return order
