@@ -68,7 +68,8 @@ def test_a_data_dir_of_a_version_before_the_marker_is_known_by_its_index_and_ado
     assert result.code == 0, result
     assert "earlier rag-search version" in result.stderr and str(example_data) in result.stderr
     assert (example_data / ".rag-search").is_file()
-    assert set(before) <= set(contents(example_data))
+    kept = {path for path in before if not path.startswith("personal/generations/")}  # replaced, as by every run
+    assert kept <= set(contents(example_data))
     assert call_script("search.py", "--data-dir", example_data, "ArgoCD self-heal").json["results"]
 
 

@@ -230,6 +230,7 @@ def test_a_changing_run_loads_the_vectors_once(tmp_path):
     assert json.loads(changed.stdout)["published"] is True
 
 
+KEEP_PREVIOUS = "set@rag_search.store.local_vectors.KEEP_PREVIOUS_FROM=0"  # as an index of 64 MB would: these notes are small
 CATCH_UP_STEPS = [
     "rag_search.store.catalog.Catalog.catch_up",
     "rag_search.store.vectors.VectorIndex.delete",  # the first delete and add of a run are the catch-up's
@@ -250,7 +251,7 @@ def test_a_run_that_dies_bringing_the_older_generation_up_to_date_loses_nothing(
     (root / "warm.md").write_text("# Warm\n\nThe spare node stays powered on for failover drills.\n")
     for name in ("keep.md", "warm.md"):
         os.utime(root / name, (CHANGED_MTIME, CHANGED_MTIME))
-    assert run_script("index_personal.py", "--data-dir", data, root).code == 0  # keeps the first generation, to take
+    assert faulty_run(KEEP_PREVIOUS, data, root).returncode == 0  # keeps the first generation, to take
     change(root)
     assert run_script("index_personal.py", "--data-dir", tmp_path / "rebuilt", root).code == 0
     expected, before = comparable(tmp_path / "rebuilt"), comparable(data)

@@ -18,7 +18,9 @@ changes nothing, fails or is killed leaves the previous generation serving;
 its work folder is removed by the next run.
 
 A copy costs in proportion to the whole index (at 200k chunks, a gigabyte
-written, flushed and later deleted), however small the change. So a run that
+written, flushed and later deleted), however small the change. So in an index
+of 64 MB or more (local_vectors.KEEP_PREVIOUS_FROM; a smaller one is copied,
+which costs less than catching up and keeps one generation at rest) a run that
 added few vectors records them (ADDED) and its generation names the one it was
 built from ("previous" in generation.json); that predecessor is kept. The next
 run takes the predecessor's folder, when no search holds it, as its work folder

@@ -2,9 +2,10 @@
 
 Readers hold a shared lock on the published generation while they read it
 (generations.py). Writers open the vectors of their work folder on first use: a
-run that finds nothing to change never loads ChromaDB. A run that added few
-vectors records them in its generation, so the next run can bring the generation
-before the published one up to date (catch_up) instead of copying the index.
+run that finds nothing to change never loads ChromaDB. In a large index, a run
+that added few vectors records them in its generation, so the next run can bring
+the generation before the published one up to date (catch_up) instead of copying
+the index.
 """
 
 import logging
@@ -33,6 +34,10 @@ FILTER_FIELDS = ("source_id", "date_ts", "type", "tags", "page_kind")  # what fi
 # Up to this many chunks added or removed, bringing the generation before the published one up to date costs less
 # than copying the index: ChromaDB adds about 700 vectors a second, and a copy at 200k chunks writes a gigabyte.
 CATCH_UP_LIMIT = 500
+# Only an index this large keeps the generation before the published one to bring up to date. A smaller one is copied
+# at each run: a 22 MB copy costs less than catching up (1.39 s against 1.48 s a one-commit refresh), and a kept
+# generation doubles the data dir.
+KEEP_PREVIOUS_FROM = 64 * 1024 * 1024  # bytes
 
 
 class LocalVectors:
@@ -119,7 +124,7 @@ class LocalVectors:
         """Use the vectors in `folder` from now on (opened on first use)."""
         self.release()
         self._at = (folder, reading)
-        if not reading:
+        if not reading and folder_size(folder) >= KEEP_PREVIOUS_FROM:
             self._added, self._added_count = VectorFile(folder / generations.ADDED), 0
 
     def connect(self, catalog: Catalog | None, published: set[str] | None, expected: dict | None, fresh: bool) -> None:
