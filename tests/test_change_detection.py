@@ -33,7 +33,9 @@ def test_an_edit_to_an_included_file_reaches_the_page_that_includes_it(tmp_path)
     assert "7443" in text and "9443" not in text
 
 
-def test_unchanged_git_files_follow_the_source_to_its_new_version(tmp_path):
+def test_unchanged_git_files_follow_the_source_to_its_new_version(tmp_path, monkeypatch):
+    from rag_search.store import local_vectors
+    monkeypatch.setattr(local_vectors, "KEEP_PREVIOUS_FROM", 0)  # as in a large index: the last run catches up
     repo = GitRepo(tmp_path / "origin")
     repo.write({"docs/upgrade.md": "# Upgrade\n\nTake an etcd snapshot first.\n",
                 "docs/network.md": "# Network\n\nkube-router programs the routes with BGP.\n"})
@@ -58,12 +60,17 @@ def test_unchanged_git_files_follow_the_source_to_its_new_version(tmp_path):
     assert chunks_of(data, "k0s/docs/upgrade.md"), "the changed file is indexed"
     summary = moved.json["sources"][0]
     assert summary["embedded"] == 1, "only the changed section of upgrade.md is embedded"
+    kept = (data / "docs" / "generations" / "g000001" / "catalog.sqlite").stat().st_ino  # the generation before, kept
     notes = tmp_path / "notes"
     notes.mkdir()
     (notes / "extra.md").write_text("# Extra\n\nA page of another source.\n")
     add_source("--id", "extra", "--name", "Extra", "--type", "local", "--path", notes)
     assert index_docs(data, "--all").code == 0, "the next run brings the generation before the published one up to date"
-    assert {chunk["metadata"]["commit"] for chunk in chunks_of(data, "k0s/docs/network.md").values()} == {second}
+    current = (data / "docs" / "CURRENT").read_text().strip()
+    assert (data / "docs" / "generations" / current / "catalog.sqlite").stat().st_ino == kept, "g000001 was taken"
+    caught_up = chunks_of(data, "k0s/docs/network.md")
+    assert {chunk["metadata"]["commit"] for chunk in caught_up.values()} == {second}, "its new commit, caught up in place"
+    assert caught_up == after
 
 
 def test_a_git_sources_page_includes_code_from_outside_its_path_and_an_edit_to_it_reaches_the_page(tmp_path):
