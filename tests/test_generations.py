@@ -569,6 +569,7 @@ def test_catching_up_after_a_commit_rewrites_the_changed_page_alone(tmp_path):
     assert len(removed) == len(added) == 20
     assert [chunk.metadata["commit"] for chunk in behind.document_chunks("docs:page-7.md")] == ["c1"] * 20
     assert behind.all_chunks() == reader.all_chunks()
-    reader.close(), behind.close()
+    reader.close()
+    behind.close()
     one_page = sum(len(chunk.text) for chunk in page(0, "c1", "edited words here ")[1])
     assert previous.stat().st_size - size < 3 * one_page, (size, previous.stat().st_size, one_page)
