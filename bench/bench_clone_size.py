@@ -21,9 +21,8 @@ import tempfile
 import time
 from pathlib import Path
 
-PROJECT = Path(__file__).resolve().parents[1]
-DEFAULT_DOCS = PROJECT.parent / "shared" / "bench" / "docs-faq" / "cert-manager"
-SUFFIXES = (".md", ".mdx", ".markdown", ".rst")
+from bench_docs_refresh import DEFAULT_DOCS, PROJECT, SUFFIXES, size_of
+
 WHEN = 1_600_000_000  # the history's first commit time
 CODE_LINE = "def handler_{0}(request):\n    return respond(request, status={1}, body=render('{2}'))\n"
 
@@ -56,10 +55,6 @@ def history(docs: dict[str, bytes], code_files: int, commits: int, seed: int = 7
         for path, text in changed:
             yield b"M 100644 inline %s\n" % path.encode()
             yield _blob(text)
-
-
-def size_of(folder: Path) -> int:
-    return sum(path.stat().st_size for path in folder.rglob("*") if path.is_file() and not path.is_symlink())
 
 
 def index(env: dict, data: Path) -> float:

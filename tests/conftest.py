@@ -224,6 +224,13 @@ def index_docs(data, *args):
     return call_script("index_docs.py", "--data-dir", data, *args)
 
 
+@pytest.fixture
+def keep_previous(monkeypatch):
+    """Every index keeps the generation before the published one, as one of KEEP_PREVIOUS_FROM bytes does."""
+    from rag_search.store import local_vectors
+    monkeypatch.setattr(local_vectors, "KEEP_PREVIOUS_FROM", 0)
+
+
 def store_contents(data_dir: Path, collection: str = "personal", server: str | None = None) -> dict:
     """{chunk id: {"metadata", "text"}} as the store publishes them (as JSON has them), read through a store closed
     before this returns: no file of the index stays open here (an index run may take a generation no process holds)."""

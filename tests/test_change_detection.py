@@ -33,9 +33,7 @@ def test_an_edit_to_an_included_file_reaches_the_page_that_includes_it(tmp_path)
     assert "7443" in text and "9443" not in text
 
 
-def test_unchanged_git_files_follow_the_source_to_its_new_version(tmp_path, monkeypatch):
-    from rag_search.store import local_vectors
-    monkeypatch.setattr(local_vectors, "KEEP_PREVIOUS_FROM", 0)  # as in a large index: the last run catches up
+def test_unchanged_git_files_follow_the_source_to_its_new_version(tmp_path, keep_previous):  # the last run catches up
     repo = GitRepo(tmp_path / "origin")
     repo.write({"docs/upgrade.md": "# Upgrade\n\nTake an etcd snapshot first.\n",
                 "docs/network.md": "# Network\n\nkube-router programs the routes with BGP.\n"})

@@ -50,13 +50,6 @@ def add_note(state_dir, name="new.md", text="# New\n\nA note about the MinIO buc
     (state_dir / "notes" / name).write_text(text)
 
 
-@pytest.fixture
-def keep_previous(monkeypatch):
-    """Every index keeps the generation before the published one, as one of KEEP_PREVIOUS_FROM bytes does."""
-    from rag_search.store import local_vectors
-    monkeypatch.setattr(local_vectors, "KEEP_PREVIOUS_FROM", 0)
-
-
 def test_each_changing_run_publishes_a_generation_and_old_ones_go_when_unread(state_dir, tmp_path):
     data = tmp_path / "data"
     assert index(data, state_dir).json["published"] is True
