@@ -532,6 +532,30 @@ def test_each_document_keeps_the_mean_of_its_chunks_vectors_through_changes(stat
         page_vectors_agree(data)
 
 
+def test_touching_a_page_sets_its_fields_in_each_chunk_and_nothing_else(tmp_path):
+    """Catalog.touch, which restamps every unchanged page of a moved git source: the fields given are set in each of the
+    page's chunks (a None value removes one), the chunks' other fields and other pages stay as they were."""
+    from rag_search.store.catalog import Catalog
+    from rag_search.store.records import ChunkRecord, DocumentRecord
+
+    def page(n):
+        key = f"docs:page-{n}.md"
+        chunks = [ChunkRecord(f"{key}:{i}", i, f"page {n} part {i}", f"page {n} part {i}", f"{key}{i}",
+                              {"source_id": "docs", "file": key, "heading": f"Über {i}", "commit": "c0", "url": f"u{n}"})
+                  for i in range(3)]
+        return DocumentRecord(key, "docs", key, f"blob-{n}|c0", f"hash-{n}", len(chunks), "t0"), chunks
+
+    catalog = Catalog(tmp_path / "catalog.sqlite")
+    catalog.write([page(n) for n in range(3)])
+    catalog.touch([("docs:page-1.md", "blob-1|c1", {"etag": "x"}, {"commit": "c1", "url": None, "doc_version": "v2"}),
+                   ("docs:page-2.md", "blob-2|c1", None, None)])
+    touched = [chunk.metadata for chunk in catalog.document_chunks("docs:page-1.md")]
+    assert touched == [{"source_id": "docs", "file": "docs:page-1.md", "heading": f"Über {i}", "commit": "c1", "doc_version": "v2"}
+                       for i in range(3)]
+    assert [chunk.metadata["commit"] for n in (0, 2) for chunk in catalog.document_chunks(f"docs:page-{n}.md")] == ["c0"] * 6
+    catalog.close()
+
+
 def test_catching_up_after_a_commit_rewrites_the_changed_page_alone(tmp_path):
     """A git commit that edits one page of many gives every other page only a new commit (its identity and provenance
     move, its text stays). The generation before the published one, brought up to date (Catalog.catch_up), takes the

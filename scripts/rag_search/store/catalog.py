@@ -297,18 +297,12 @@ class Catalog:
                 "UPDATE documents SET identity = ?, state = ? WHERE key = ?",
                 [(identity, json.dumps(state) if state else None, key) for key, identity, state, _ in updates],
             )
-            for key, _, _, fields in updates:
-                if fields:
-                    self._set_fields(key, fields)
-
-    def _set_fields(self, key: str, fields: dict) -> None:
-        rows = self._db.execute("SELECT t.num, t.metadata FROM chunks c JOIN chunk_texts t ON t.num = c.num WHERE c.doc_key = ?",
-                                (key,)).fetchall()
-        updated = []
-        for num, stored in rows:
-            metadata = {**json.loads(stored), **fields}
-            updated.append((json.dumps({k: v for k, v in metadata.items() if v is not None}, ensure_ascii=False), num))
-        self._db.executemany("UPDATE chunk_texts SET metadata = ? WHERE num = ?", updated)
+            # In SQLite (json_patch: a null removes the field): a git commit restamps every page of the source, and
+            # decoding and encoding each chunk's metadata in Python took 0.07 s of a one-page refresh of 4,000 chunks.
+            self._db.executemany(
+                "UPDATE chunk_texts SET metadata = json_patch(metadata, ?) WHERE num IN (SELECT num FROM chunks WHERE doc_key = ?)",
+                [(json.dumps(fields, ensure_ascii=False), key) for key, _, _, fields in updates if fields],
+            )
 
     def remove(self, keys: list[str]) -> None:
         if not keys:
