@@ -106,6 +106,17 @@ def test_look_alikes_are_left_alone(text):
     assert redact(text) == (text, {})
 
 
+def test_every_bundled_gitleaks_rule_compiles():
+    """Rules are compiled on first use (a page's keywords select a few of 200): one whose translation `re` refuses
+    must fail here, not on the first page that names its keyword."""
+    from rag_search.safety.gitleaks import GitleaksRules, _go
+
+    rules = GitleaksRules().rules
+    assert len(rules) > 150
+    for rule_id, pattern, *_ in rules:
+        assert _go(pattern).pattern, rule_id
+
+
 def test_redact_counts_each_kind():
     text = f"{GITHUB_TOKEN}\n{GITHUB_TOKEN}\n{AWS_KEY_ID}\n{pem('EC')}\n"
     assert redact(text)[1] == {"github-pat": 2, "aws-access-token": 1, "private-key": 1}

@@ -9,6 +9,7 @@ key-name rules, private key blocks, a rule whose bare 40-hex alternative matches
 a file path.
 """
 
+import functools
 import math
 import re
 import tomllib
@@ -72,7 +73,9 @@ def _translate(pattern: str) -> str:
     return "".join(out)
 
 
+@functools.cache
 def _go(pattern: str) -> re.Pattern:
+    """A rule's regex, compiled on first use: compiling all 200 took 0.035 s, and a page's keywords select a few."""
     return re.compile(_translate(pattern), re.ASCII)
 
 
@@ -136,7 +139,7 @@ def _trie_regex(words: list[str]) -> str:
 
 
 class GitleaksRules:
-    """The rule set, compiled once; `spans(text)` finds what its rules match, as gitleaks would."""
+    """The rule set, each rule compiled on first use; `spans(text)` finds what its rules match, as gitleaks would."""
 
     def __init__(self, path: Path = GITLEAKS_TOML, excluded: frozenset[str] = EXCLUDED):
         config = tomllib.loads(path.read_text(encoding="utf-8"))
@@ -148,7 +151,7 @@ class GitleaksRules:
             self.rules.append(
                 (
                     rule["id"],
-                    _go(rule["regex"]),
+                    rule["regex"],
                     tuple(k.lower() for k in rule.get("keywords", [])),
                     float(rule.get("entropy", 0.0)),
                     [_Allowlist(a) for a in rule.get("allowlists", [])],
@@ -173,7 +176,8 @@ class GitleaksRules:
             selected.update(self._contained[m.group(1)])
         found = []
         for index in sorted(selected):
-            rule_id, regex, keywords, threshold, allowlists = self.rules[index]
+            rule_id, pattern, keywords, threshold, allowlists = self.rules[index]
+            regex = _go(pattern)
             for m in regex.finditer(text):
                 group = next((g for g in range(1, regex.groups + 1) if m.group(g)), 0)
                 start, end = m.span(group)
