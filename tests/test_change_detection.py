@@ -126,6 +126,31 @@ def test_a_refresh_fetches_only_what_the_remote_added(tmp_path):
     assert _objects_in(clone) - held <= 6, "a refresh with nothing new brings nothing"
 
 
+def test_a_git_source_says_it_will_write_only_when_its_commit_moved(tmp_path):
+    """git_listing calls `moved` once the fetch shows a commit the index does not have (the run then loads ChromaDB
+    while git checks the files out); a refresh with nothing new must not pay for that."""
+    from rag_search.sources.git import git_listing
+    from rag_search.sources.specs import GitSource
+
+    origin = GitRepo(tmp_path / "origin")
+    origin.write({"docs/a.md": "# A\n\nalpha\n"})
+    origin.commit("first")
+    spec = GitSource("proj", "Project", origin.url, "docs")
+    calls = []
+
+    def listing(state):
+        return git_listing(spec, tmp_path / "cache", 1 << 20, state, moved=lambda: calls.append(state))
+
+    first = listing(None)
+    assert len(calls) == 1
+    listing(first.state)
+    assert len(calls) == 1, "a refresh with nothing new said it would write"
+    origin.write({"docs/b.md": "# B\n\nbeta\n"})
+    origin.commit("second")
+    listing(first.state)
+    assert len(calls) == 2
+
+
 def test_a_force_pushed_history_is_followed(tmp_path):
     repo = GitRepo(tmp_path / "origin")
     repo.write({"docs/deploy.md": "# Deploy\n\nUse the blue-green rollout.\n"})

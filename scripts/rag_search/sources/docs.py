@@ -19,7 +19,6 @@ from ..core.errors import ConfigError, IndexWriteError, SourceFailed, is_disk_fu
 from ..index.indexer import IndexWriter, Pipeline
 from ..index.reconcile import Listing, Report, reconcile
 from ..store.records import IndexedFiles, settled
-from ..store.store import Store
 from ..store.store_writer import StoreWriter
 from . import registry
 from .fetch import WebFetcher
@@ -90,12 +89,12 @@ def _index_one(store: StoreWriter, pipeline: Pipeline, spec: SourceSpec, setting
     return summary
 
 
-def _listing(spec: SourceSpec, settings: Settings, store: Store, fetcher: WebFetcher) -> Listing:
+def _listing(spec: SourceSpec, settings: Settings, store: StoreWriter, fetcher: WebFetcher) -> Listing:
     if isinstance(spec, LocalSource):
         return local_listing(spec, settings)
     folder = DataDir(settings.data_dir).source_folder(spec.id)  # ours, or the source fails before anything is written
     if isinstance(spec, GitSource):
-        return git_listing(spec, folder, settings.max_file_bytes, store.source_state(spec.id))
+        return git_listing(spec, folder, settings.max_file_bytes, store.source_state(spec.id), moved=store.expect_writes)
     if isinstance(spec, WebSource):
         return web_listing(spec, fetcher, settings.data_dir)
     raise TypeError(f"unknown source spec {spec!r}")

@@ -41,6 +41,7 @@ import subprocess
 import tempfile
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import IO, cast
@@ -83,14 +84,18 @@ DATES = "dates.json"  # beside the clone: {"commit": id, "files": {path: [blob i
 HISTORY = "history"  # beside the clone: the history without blobs, fetched to date files, removed once walked
 
 
-def git_listing(spec: GitSource, cache_dir: Path, max_bytes: int, state: dict | None) -> Listing:
-    """Fetch the source's version and list the files to index, identified by blob id.
+def git_listing(spec: GitSource, cache_dir: Path, max_bytes: int, state: dict | None,
+                moved: Callable[[], None] = lambda: None) -> Listing:
+    """Fetch the source's version and list the files to index, identified by blob id; `moved` is called as soon as the
+    fetch shows a commit other than the one indexed (`state`), before the files are checked out.
 
     Files over `max_bytes` are never checked out (left out of the sparse checkout);
     they are reported as skipped.
     """
     repo, held = _prepare_clone(cache_dir / "repo", spec)  # held: the commit the last run fetched, which the clone holds
     commit = _fetch(repo, spec.version, first=held is None)
+    if commit != (state or {}).get("commit"):
+        moved()
     _prune_packs(repo)
     found = _tree_files(repo, commit, spec)
     tree, secret_files = found.files, found.secret_files

@@ -32,7 +32,7 @@ from .records import ChunkRecord, DocumentRecord
 from .reuse import Donor, same_vectors
 from .store import CatchesUp, Store, VectorBackend, describe, rebuild_hint, vector_backend
 from .vector_file import VectorFile, unpublished_path
-from .vectors import page_vector
+from .vectors import page_vector, preload
 
 log = logging.getLogger("rag_search")
 
@@ -193,6 +193,10 @@ class StoreWriter(Store):
         return self.rebuilt and self._session is not None and self._replaces
 
     # --- writing ------------------------------------------------------------
+
+    def expect_writes(self) -> None:
+        """This run is about to write (a source moved): load the vectors' library now, beside the work that comes first."""
+        preload()
 
     def reusable_vectors(self, text_hashes: list[str]) -> dict[str, np.ndarray]:
         """Vectors of texts with these hashes: stored in this index, in the index a rebuild replaces, or embedded by a run

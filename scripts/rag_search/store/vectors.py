@@ -21,7 +21,9 @@ import logging
 import os
 import shutil
 import stat
+import sys
 import tempfile
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -46,6 +48,23 @@ SYNC_THRESHOLD = 100
 # 98.4% of the true 50 nearest chunks on SciFact (10k chunks) and 81% on bench_scale.py's 200k; 800 returns all of
 # them on SciFact and 95% at 200k, for an in-process query p50 1.19x at 20k and 1.05x at 200k.
 EF_SEARCH = 800
+_preloading: threading.Thread | None = None  # preload()'s thread
+
+
+def preload() -> None:
+    """Import chromadb in a thread of its own, once, for a run that knows early that it will write: a git source whose
+    commit moved imports it (0.3 s) while git checks its files out, which waits on git and leaves Python free.
+    Not a daemon thread, so the process never exits half way through an import; a failure is left for the open that
+    needs chromadb to report."""
+    global _preloading
+    if _preloading is None and "chromadb" not in sys.modules:
+        _preloading = threading.Thread(target=_import_chromadb, name="import chromadb")
+        _preloading.start()
+
+
+def _import_chromadb() -> None:
+    with contextlib.suppress(Exception):
+        import chromadb  # noqa: F401
 
 
 def _settings():
