@@ -72,12 +72,15 @@ def test_batching_by_length_does_not_change_vectors(export):
     assert np.max(np.abs(together - alone)) < 1e-4
 
 
-def test_int8_vectors_move_only_a_little_with_their_batch(export):
-    """int8 activations are quantised with one scale per batch, so a text's vector depends a little on its neighbours."""
-    embedder = OnnxEmbedder(export, "int8", batch_size=len(SAMPLE))
+def test_an_int8_vector_does_not_depend_on_the_texts_embedded_with_it(export):
+    """int8 activations are quantised with one scale per run of the graph, over every text in it and its padding: in a
+    batch a text's vector moved by up to 0.04 in cosine from its vector alone, as a query is embedded. Each text is run
+    alone, so a document's vector is the same whatever else a run embeds (an index published in parts, a refresh)."""
+    embedder = OnnxEmbedder(export, "int8")
     together = embedder.embed(SAMPLE)
     alone = np.stack([embedder.embed([text])[0] for text in SAMPLE])
-    assert np.sum(together * alone, axis=1).min() >= INT8_MIN_COSINE
+    assert np.array_equal(together, alone)
+    assert np.array_equal(embedder.embed(SAMPLE[::-1])[::-1], together)
 
 
 def test_an_export_of_another_model_is_not_used(model, export, tmp_path):
