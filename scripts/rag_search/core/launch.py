@@ -2,8 +2,8 @@
 
 Agents call scripts/search.py directly, and its `python3` shebang may find a
 Python without our packages: the script then re-runs itself under .venv. This
-module imports nothing but os, sys, atexit and gc, so the interpreter that only re-runs pays
-no more than its own start-up (the warm search.py is mostly start-up).
+module imports nothing but os, sys, atexit and gc, so the interpreter that only
+re-runs pays no more than its own start-up (the warm search.py is mostly start-up).
 """
 
 import atexit
