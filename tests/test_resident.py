@@ -128,7 +128,7 @@ def test_every_option_answers_the_same_warm_and_cold(warm):
         cold = warm.cold(*args)
         before = warm.about()
         same(warm.search(*args), cold)
-        assert answered_warm(warm, before) == (case in SEARCH_CASES), case
+        assert answered_warm(warm, before) == (case in SEARCH_CASES), (case, warm.log())
 
 
 # The other scripts the searcher answers for: get.py, status.py, memory.py list and query ({file}, {id}: a search result's).
@@ -175,7 +175,7 @@ def test_the_other_scripts_answer_the_same_warm_and_cold(warm):
         answer = run_script(*args, env=warm.env)
         assert (answer.code, without_moments(case, answer.stdout)) == (cold.code, without_moments(case, cold.stdout)), case
         assert answer.stderr == cold.stderr, case
-        assert answered_warm(warm, before) == (case in OTHER_CASES), case
+        assert answered_warm(warm, before) == (case in OTHER_CASES), (case, warm.log())
         assert case in OTHER_CASES or answer.code == 0, answer
 
 
@@ -442,6 +442,33 @@ def test_a_data_dir_removed_during_warm_up_is_not_made_again(tmp_path):
     with pytest.raises(FileNotFoundError), _listening(gone):
         pass
     assert not (tmp_path / "data").exists()
+
+
+def test_an_answer_is_counted_before_its_client_can_ask(tmp_path, monkeypatch):
+    """A client that asks `about` right after its answer sees that answer counted (CI once saw the count lag behind:
+    the searcher counted only after sending the reply)."""
+    from rag_search.core.config import load_settings
+    from rag_search.serve import answers
+    from rag_search.serve.resident import PROTOCOL, socket_path
+    from rag_search.serve.resident_server import Resident, _listening
+
+    runtime = Path(tempfile.mkdtemp(prefix="rs", dir="/tmp"))  # short: a socket path has at most 107 bytes
+    os.chmod(runtime, 0o700)
+    settings = load_settings(environ={"RAG_SEARCH_HOME": str(tmp_path / "data"), "XDG_RUNTIME_DIR": str(runtime)})
+    monkeypatch.setattr(answers, "answer", lambda *args: 0)  # what is answered does not matter here, when it is counted
+    lock = os.open(tmp_path / "lock", os.O_RDWR | os.O_CREAT)
+    try:
+        with _listening(socket_path(settings)) as listener:
+            searcher = Resident(settings, None, listener, lock)
+            counted_at_reply = []
+            monkeypatch.setattr(searcher, "_reply", lambda connection, message: counted_at_reply.append(searcher.about()["answers"]))
+            request = {"protocol": PROTOCOL, "identity": searcher.identity, "command": "status", "args": {"format": "json"}}
+            searcher._answer(None, request)
+            searcher._answer(None, request)
+        assert counted_at_reply == [1, 2]
+    finally:
+        os.close(lock)
+        shutil.rmtree(runtime, ignore_errors=True)
 
 
 def answers_like_cold(warm: Resident, *args: str):

@@ -202,9 +202,9 @@ class Resident:
         with _captured(request.get("tty") is True) as (out, err):
             code = cli.run(lambda: answers.answer(name, args, self.settings, self.warm),
                            json_errors=getattr(args, "format", "json") == "json")
-        self._reply(connection, {"code": code, "stdout": out.getvalue(), "stderr": err.getvalue()})
-        self.answers += 1
+        self.answers += 1  # before the reply: a client that asks `about` next sees its answer counted
         self.last_request = time.monotonic()
+        self._reply(connection, {"code": code, "stdout": out.getvalue(), "stderr": err.getvalue()})
         if code in STOPPED_EXITS:
             self.stopping.set()  # a signal came for this process, not for the client
 
