@@ -43,6 +43,22 @@ def test_each_form_is_replaced_by_the_included_text_without_its_front_matter(sit
     assert (result.included, result.unresolved) == (1, [])
 
 
+def test_every_match_of_a_stub_holds_the_text_that_lets_a_page_be_scanned():
+    """A page without a stub's text is not scanned for that stub (includes._Stub): every form it finds must hold it."""
+    from rag_search.text import includes
+
+    stubs = {name: value for name, value in vars(includes).items() if isinstance(value, includes._Stub)}
+    samples = [*FORMS, "{* ../../docs_src/events/tutorial003.py hl[3] ln[2:3,11:] *}", "import Part from './_part.mdx'",
+               '  {%- include "a.md" -%}', "  --8<-- \"a.md\"\n"]
+    matched = set()
+    for name, stub in stubs.items():
+        for text in samples:
+            for match in stub.pattern.finditer(f"# Page\n\n{text}\n"):
+                assert stub.holds in match.group(0), (name, text)
+                matched.add(name)
+    assert matched == set(stubs) and len(stubs) == 7, sorted(set(stubs) - matched)
+
+
 def test_docusaurus_imports_are_inlined_where_the_component_is_used(site):
     text = "import Part from './_part.mdx'\nimport Tabs from '@theme/Tabs';\n\n## Install\n\n<Part />\n"
     assert expand(site, text).text == "import Tabs from '@theme/Tabs';\n\n## Install\n\nThe SDK installs a chart.\n"
