@@ -151,6 +151,36 @@ def test_a_git_source_says_it_will_write_only_when_its_commit_moved(tmp_path):
     assert len(calls) == 2
 
 
+def test_a_refresh_scans_for_include_stubs_only_the_pages_it_has_not_scanned(tmp_path, monkeypatch):
+    """Which files outside the path the pages include is known by page blob (git.STUBS): a refresh reads and scans only
+    new blobs for stubs, and a page that starts to include a file outside the path still gets it checked out; a
+    damaged record is scanned again."""
+    from rag_search.sources import git
+    from rag_search.sources.specs import GitSource
+    from rag_search.text import includes
+
+    origin = GitRepo(tmp_path / "origin")
+    origin.write({"docs/a.md": "# A\n\nalpha\n", "docs/b.md": "# B\n\n{* ../src/b.py *}\n", "src/b.py": "b = 1\n",
+                  "src/c.py": "c = 2\n"})
+    origin.commit("first")
+    spec = GitSource("proj", "Project", origin.url, "docs")
+    scanned = []
+    monkeypatch.setattr(git, "stub_targets", lambda text: scanned.append(text) or includes.stub_targets(text))
+    checkout = tmp_path / "cache" / "repo"
+
+    first = git.git_listing(spec, tmp_path / "cache", 1 << 20, None)
+    assert len(scanned) == 2 and (checkout / "src/b.py").is_file() and not (checkout / "src/c.py").exists()
+    git.git_listing(spec, tmp_path / "cache", 1 << 20, first.state)
+    assert len(scanned) == 2, "a refresh with nothing new scanned the pages again"
+    origin.write({"docs/a.md": "# A\n\n{* ../src/c.py *}\n"})
+    origin.commit("second")
+    git.git_listing(spec, tmp_path / "cache", 1 << 20, first.state)
+    assert len(scanned) == 3 and (checkout / "src/b.py").is_file() and (checkout / "src/c.py").is_file()
+    (tmp_path / "cache" / git.STUBS).write_text("{not json")
+    git.git_listing(spec, tmp_path / "cache", 1 << 20, first.state)
+    assert len(scanned) == 5 and (checkout / "src/c.py").is_file()
+
+
 def test_a_force_pushed_history_is_followed(tmp_path):
     repo = GitRepo(tmp_path / "origin")
     repo.write({"docs/deploy.md": "# Deploy\n\nUse the blue-green rollout.\n"})
