@@ -313,7 +313,7 @@ def _check_out(repo, commit: str, prefix: str, left_out: list[str], included: li
 
 def _included_elsewhere(worktree: Path, pages: dict[str, str], prefix: str, blobs: dict[str, str], record: Path) -> list[str]:
     """The files outside `prefix` that its markdown pages' include stubs name (includes.stub_targets, resolved as
-    includes.candidates does), which a sparse checkout of `prefix` leaves out. None when the whole tree is checked out."""
+    includes.candidates does), which a sparse checkout of `prefix` leaves out; none when the whole tree is checked out."""
     wanted: set[str] = set()
     for page, names in (_stub_names(worktree, pages, record) if prefix else {}).items():
         for name in names:
