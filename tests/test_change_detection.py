@@ -291,3 +291,59 @@ def test_the_clone_holds_the_docs_and_not_the_history_of_a_large_repository(tmp_
     assert dates() == {"big/docs/install.md": "2024-02-02T10:00:00Z", "big/docs/tuning.md": "2023-06-01T10:00:00Z"}, \
         "a rebuild dates unchanged files as before"
 
+
+
+def test_a_commit_embeds_its_new_texts_with_the_model_loaded_beside_git_before_it_reads_the_vectors_it_reuses(
+        tmp_path, monkeypatch):
+    """A commit's write mostly waits: on the vectors' library (loaded in a thread once the source moved) and on the
+    model. So the model loads in a thread of its own beside git's checkout, and the texts nothing holds are embedded
+    first, while the library goes on loading; the vectors of the texts the index holds are read after. A text the catalog
+    holds whose vector cannot be read is embedded too, and the run publishes."""
+    import threading
+
+    from rag_search.model.embedding import OnnxEmbedder
+    from rag_search.store.store_writer import StoreWriter
+
+    events = []
+
+    def spied(name, method, log):
+        def spy(self, *args):
+            events.append(log(args))
+            return method(self, *args)
+        monkeypatch.setattr(name, method.__name__, spy)
+
+    spied(OnnxEmbedder, OnnxEmbedder.__init__, lambda args: ("load", threading.current_thread().name))
+    spied(OnnxEmbedder, OnnxEmbedder.embed, lambda args: ("embed", len(args[0])))
+    spied(StoreWriter, StoreWriter.reusable_vectors, lambda args: ("reuse", len(args[0])))
+    repo = GitRepo(tmp_path / "origin")
+    sections = {"Drain": "Drain each node before its kubelet restarts.", "Snapshot": "Take an etcd snapshot first."}
+    page = lambda names: "# Upgrade\n\n" + "".join(f"## {name}\n\n{sections[name]}\n\n" for name in names)  # noqa: E731
+    repo.write({"docs/upgrade.md": page(["Drain", "Snapshot"])})
+    repo.commit("v1")
+    add_source("--id", "k0s", "--name", "k0s", "--type", "git", "--url", repo.url, "--path", "docs/")
+    data = tmp_path / "data"
+    assert index_docs(data, "--all").code == 0
+    lost = next(chunk_id for chunk_id, chunk in chunks_of(data, "k0s/docs/upgrade.md").items() if "etcd" in chunk["text"])
+    _drop_vector(data, lost)
+
+    sections["Back up"] = "Back up the data directory."
+    repo.write({"docs/upgrade.md": page(["Back up", "Drain", "Snapshot"])})  # the two known sections move down
+    repo.commit("v2")
+    events.clear()
+    moved = index_docs(data, "--all")
+    assert moved.code == 0, moved
+    assert events[0][0] == "load" and events[0][1].startswith("load the model"), events
+    assert events[1:] == [("embed", 1), ("reuse", 2), ("embed", 1)], "new text first, then the kept, then the lost one"
+    summary = moved.json["sources"][0]
+    assert (summary["embedded"], summary["chunks"]) == (2, 3), summary
+
+
+def _drop_vector(data, chunk_id) -> None:
+    """Delete one chunk's vector from the published docs index behind the catalog's back."""
+    import chromadb
+    from chromadb.config import Settings
+
+    generation = (data / "docs" / "CURRENT").read_text().strip()
+    folder = data / "docs" / "generations" / generation / "chroma"
+    client = chromadb.PersistentClient(path=str(folder), settings=Settings(anonymized_telemetry=False))
+    client.get_collection("docs", embedding_function=None).delete(ids=[chunk_id])

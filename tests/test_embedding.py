@@ -15,6 +15,7 @@ from rag_search.model.embedding import (
     OnnxEmbedder,
     SentenceTransformerEmbedder,
     TokenCounter,
+    export_dir,
     export_problem,
     find_model,
     query_embedder,
@@ -162,3 +163,27 @@ def os_link_or_copy(source, target):
         os.link(source, target)
     except OSError:
         shutil.copy2(source, target)
+
+
+def test_a_model_loaded_in_a_thread_is_the_one_used_and_its_failure_is_raised_where_it_is_first_used(model, export, tmp_path):
+    """A git source that moved loads the model beside its checkout (Pipeline.expect_embedding): what the thread loads is
+    what embeds, and a graph that does not load fails the first embedding, as it does when loaded there."""
+    from rag_search.core.config import load_settings
+    from rag_search.index.indexer import Pipeline
+
+    settings = load_settings(data_dir=str(tmp_path / "data"))
+    pipeline = Pipeline(model, settings)
+    pipeline.expect_embedding()
+    assert pipeline.embedder.embed(SAMPLE[1:2]).shape == (1, model.dimension)
+
+    def damaged() -> Pipeline:
+        pipeline = Pipeline(model, settings)  # its export check puts a damaged graph back
+        (export_dir(settings.data_dir, model) / GRAPHS[settings.embedding]).write_bytes(b"not a graph")
+        return pipeline
+
+    with pytest.raises(Exception) as loaded_here:
+        damaged().embedder  # noqa: B018
+    in_a_thread = damaged()
+    in_a_thread.expect_embedding()
+    with pytest.raises(type(loaded_here.value)):
+        in_a_thread.embedder  # noqa: B018

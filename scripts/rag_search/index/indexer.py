@@ -21,6 +21,7 @@ import logging
 import time
 from collections import Counter
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 
@@ -68,6 +69,7 @@ class Pipeline:
         self.embedding = settings.embedding
         self.fingerprint = fingerprint(model, settings.embedding)
         self._embedder = None
+        self._loading: Future | None = None  # expect_embedding()'s load
         try:
             self._export: Path | None = ensure_export(settings.data_dir, model)
         except Exception as exc:  # no torch, no disk space, a model the export does not reproduce…
@@ -78,15 +80,26 @@ class Pipeline:
                         "and search will load it too (slower)", model.name, exc)
             self._export = None
 
+    def expect_embedding(self) -> None:
+        """This run is about to embed: load the model now, in a thread, once. ONNX Runtime builds its session outside
+        Python's lock (0.07 s), so the work before the first write goes on meanwhile. A failure is raised where the
+        model is first used, as without this."""
+        if self._embedder is None and self._loading is None:
+            pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="load the model")
+            self._loading = pool.submit(self._load)
+            pool.shutdown(wait=False)
+
     @property
     def embedder(self):
         if self._embedder is None:
-            if self._export is not None:
-                self._embedder = OnnxEmbedder(self._export, self.embedding)
-            else:
-                log.info("loading embedding model %s", self.model.path)
-                self._embedder = SentenceTransformerEmbedder(self.model)
+            self._embedder = self._loading.result() if self._loading is not None else self._load()
         return self._embedder
+
+    def _load(self):
+        if self._export is not None:
+            return OnnxEmbedder(self._export, self.embedding)
+        log.info("loading embedding model %s", self.model.path)
+        return SentenceTransformerEmbedder(self.model)
 
 
 @dataclass
@@ -234,6 +247,12 @@ class IndexWriter:
         self._in_parts = {"source": source_id, "of": 0, "documents": 0, "state": settled(state)}
         self._checkpointed = None if new else time.monotonic()
 
+    def expect_writes(self) -> None:
+        """This run is about to write (a git source moved): load the vectors' library and the model now, each in a
+        thread of its own, beside git's checkout and the parsing."""
+        self.store.expect_writes()
+        self.pipeline.expect_embedding()
+
     def expect(self, documents: int) -> None:
         """The documents this run loads: what a part published in parts says it got through."""
         if self._in_parts is not None:
@@ -290,14 +309,24 @@ class IndexWriter:
         return record, records
 
     def _embed(self, chunks: list[ChunkRecord]) -> np.ndarray:
-        """Vectors for chunks new to the index: reused where equal text is stored, embedded otherwise."""
-        known = self.store.reusable_vectors(sorted({chunk.text_hash for chunk in chunks}))
-        missing = {chunk.text_hash: chunk.embed_text for chunk in chunks if chunk.text_hash not in known}  # each text once
-        if missing:
-            known.update(zip(missing, self.pipeline.embedder.embed(list(missing.values())), strict=True))
-        self.stats.embedded += len(missing)
-        self.stats.reused += len(chunks) - len(missing)
+        """Vectors for chunks new to the index: reused where equal text is stored, embedded otherwise.
+
+        The texts nothing holds are embedded first: the model runs outside Python's lock, so the vectors' library
+        goes on loading meanwhile (store.expect_writes), and reading the reused vectors waits for it less."""
+        texts = {chunk.text_hash: chunk.embed_text for chunk in chunks}  # each text once
+        held = self.store.holds(sorted(texts))
+        new = {text_hash: text for text_hash, text in texts.items() if text_hash not in held}
+        known = self._embedded(new)
+        known.update(self.store.reusable_vectors(sorted(held)))
+        lost = {text_hash: text for text_hash, text in texts.items() if text_hash not in known}  # held, yet unreadable
+        known.update(self._embedded(lost))
+        self.stats.embedded += len(new) + len(lost)
+        self.stats.reused += len(chunks) - len(new) - len(lost)
         return np.stack([known[chunk.text_hash] for chunk in chunks]).astype(np.float32, copy=False)
+
+    def _embedded(self, texts: dict[str, str]) -> dict[str, np.ndarray]:
+        """text hash -> vector, embedded now."""
+        return dict(zip(texts, self.pipeline.embedder.embed(list(texts.values())), strict=True)) if texts else {}
 
     def _chunk_metadata(self, document: SourceDocument, file_metadata: dict, chunk: Chunk, ord_: int) -> dict:
         metadata = {

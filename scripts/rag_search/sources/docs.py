@@ -10,6 +10,7 @@ globs (a Sphinx tree and `**/*.md`) says so instead of indexing nothing as "ok".
 
 import logging
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from ..core import dates
@@ -55,7 +56,7 @@ def _index_one(store: StoreWriter, pipeline: Pipeline, spec: SourceSpec, setting
     log.info("indexing %s (%s)", spec.id, spec.type)
     try:
         writer = IndexWriter(store, pipeline)
-        listing = _listing(spec, settings, store, fetcher)
+        listing = _listing(spec, settings, store, fetcher, moved=writer.expect_writes)
         known = store.documents(spec.id)
         before = store.source_state(spec.id)
         in_parts = store.publishes_in_parts  # a new source or a large update: searchable in parts long before it is done
@@ -89,12 +90,13 @@ def _index_one(store: StoreWriter, pipeline: Pipeline, spec: SourceSpec, setting
     return summary
 
 
-def _listing(spec: SourceSpec, settings: Settings, store: StoreWriter, fetcher: WebFetcher) -> Listing:
+def _listing(spec: SourceSpec, settings: Settings, store: StoreWriter, fetcher: WebFetcher,
+             moved: Callable[[], None]) -> Listing:
     if isinstance(spec, LocalSource):
         return local_listing(spec, settings)
     folder = DataDir(settings.data_dir).source_folder(spec.id)  # ours, or the source fails before anything is written
     if isinstance(spec, GitSource):
-        return git_listing(spec, folder, settings.max_file_bytes, store.source_state(spec.id), moved=store.expect_writes)
+        return git_listing(spec, folder, settings.max_file_bytes, store.source_state(spec.id), moved=moved)
     if isinstance(spec, WebSource):
         return web_listing(spec, fetcher, settings.data_dir)
     raise TypeError(f"unknown source spec {spec!r}")

@@ -48,6 +48,14 @@ class Donor:
             return None
         return cls(catalog, vectors)
 
+    def holds(self, text_hashes: list[str]) -> set[str]:
+        """The hashes its catalog has (get() may still find a vector unreadable)."""
+        try:
+            return set(self._catalog.ids_for_text_hashes(text_hashes))
+        except Exception as exc:  # as get(): a damaged donor costs embedding time, never the rebuild
+            log.debug("no vectors from the index being replaced: %s", one_line(exc))
+            return set()
+
     def get(self, text_hashes: list[str]) -> dict[str, np.ndarray]:
         """text hash -> vector, for the hashes the donor has."""
         try:

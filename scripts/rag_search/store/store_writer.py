@@ -198,6 +198,15 @@ class StoreWriter(Store):
         """This run is about to write (a source moved): load the vectors' library now, beside the work that comes first."""
         preload()
 
+    def holds(self, text_hashes: list[str]) -> set[str]:
+        """Which of these texts reusable_vectors() can give a vector for, as the catalogs and records say: known before
+        the vectors' library is loaded."""
+        held = set(self._live_catalog.ids_for_text_hashes(text_hashes))
+        for more in (self._donor, self._unpublished):
+            if more is not None:
+                held |= more.holds([text_hash for text_hash in text_hashes if text_hash not in held])
+        return held
+
     def reusable_vectors(self, text_hashes: list[str]) -> dict[str, np.ndarray]:
         """Vectors of texts with these hashes: stored in this index, in the index a rebuild replaces, or embedded by a run
         that did not publish (killed, failed); all of the same model and graph."""

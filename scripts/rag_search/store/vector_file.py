@@ -42,6 +42,10 @@ class VectorFile:
         else:
             self._db = sqlite3.connect(sqlite_uri(path, mode="ro", immutable="1"), uri=True)
 
+    def holds(self, keys: list[str]) -> set[str]:
+        """The keys it has a vector for (of the right size)."""
+        return set(self.get(keys))
+
     def get(self, keys: list[str]) -> dict[str, np.ndarray]:
         if self._dimension is None:
             raise RuntimeError(f"reading {self.path} needs the dimension of its vectors")
