@@ -15,6 +15,7 @@ generation before it up to date instead of copying the whole index
 """
 
 import sqlite3
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -43,18 +44,21 @@ class VectorFile:
             self._db = sqlite3.connect(sqlite_uri(path, mode="ro", immutable="1"), uri=True)
 
     def holds(self, keys: list[str]) -> set[str]:
-        """The keys it has a vector for (of the right size)."""
-        return set(self.get(keys))
+        """The keys it has a vector for (of the right size), without reading the vectors."""
+        return {key for key, in self._select("key", keys)}
 
     def get(self, keys: list[str]) -> dict[str, np.ndarray]:
+        return {key: np.frombuffer(blob, dtype=np.float32) for key, blob in self._select("key, vector", keys)}
+
+    def _select(self, columns: str, keys: list[str]) -> Iterator[tuple]:
+        """`columns` of the rows of these keys whose vector has the file's dimension (a blob of another size is never
+        offered)."""
         if self._dimension is None:
             raise RuntimeError(f"reading {self.path} needs the dimension of its vectors")
-        found: dict[str, np.ndarray] = {}
         for start in range(0, len(keys), _BATCH):
             batch = keys[start : start + _BATCH]
-            rows = self._db.execute(f"SELECT key, vector FROM vectors_by_key WHERE key IN ({','.join('?' * len(batch))})", batch)
-            found.update((key, np.frombuffer(blob, dtype=np.float32)) for key, blob in rows if len(blob) == 4 * self._dimension)
-        return found
+            yield from self._db.execute(f"SELECT {columns} FROM vectors_by_key WHERE key IN ({','.join('?' * len(batch))}) "
+                                        "AND length(vector) = ?", [*batch, 4 * self._dimension])
 
     def put(self, keys: list[str], vectors: np.ndarray) -> None:
         with self._db:
